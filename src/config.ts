@@ -1,0 +1,422 @@
+// The Config type, the option table (one place that defines every flag, its environment variable, default
+// and help), per-model list expansion and validation. Pure: no I/O. cli.ts feeds it argv, env and the parsed file.
+import { ConfigError } from "./errors";
+
+export type Dtype = "auto" | "float32" | "float16" | "int8";
+export type PoolingMethod = "auto" | "mean" | "cls" | "max" | "last";
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface ModelConfig {
+  modelId: string;
+  servedModelName: string;
+  revision: string;
+  batchSize: number;
+  maxBatchTokens: number;
+  dtype: Dtype;
+  device: string;
+  poolingMethod: PoolingMethod;
+  modelWarmup: boolean;
+  numThreads: number;
+  maxQueueSize: number;
+  memoryBudgetMb: number;
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  urlPrefix: string;
+  logLevel: LogLevel;
+  logFormat: "text" | "json";
+  apiKeys: string[];
+  permissiveCors: boolean;
+  corsOrigins: string[];
+  maxRequestBytes: number;
+  maxInputsPerRequest: number;
+  maxInputChars: number;
+  tokenizerWorkers: number;
+  shutdownTimeoutSeconds: number;
+  preloadOnly: boolean;
+  cacheDir: string | null;
+  models: ModelConfig[];
+}
+
+type Kind = "string" | "int" | "bool" | "enum" | "list";
+
+export interface OptionSpec {
+  /** Flag name without dashes, kebab-case; also the key in the config file. */
+  name: string;
+  kind: Kind;
+  /** Per-model options take one value for all models, or one per model by position. */
+  perModel: boolean;
+  default: string | number | boolean | string[] | null;
+  /** Shown in --help when the default is computed at startup. */
+  defaultLabel?: string;
+  choices?: readonly string[];
+  help: string;
+  /** Flags that may be repeated (lists, model ids). */
+  repeatable?: boolean;
+  /** Not settable from the config file (e.g. the path of the file itself). */
+  cliOnly?: boolean;
+}
+
+export const DTYPES: readonly Dtype[] = ["auto", "float32", "float16", "int8"];
+export const POOLING_METHODS: readonly PoolingMethod[] = ["auto", "mean", "cls", "max", "last"];
+export const DEVICES = ["auto", "cpu", "cuda", "tensorrt", "coreml", "dml", "webgpu"] as const;
+
+export const OPTIONS: readonly OptionSpec[] = [
+  // Per-model options.
+  { name: "model-id", kind: "string", perModel: true, repeatable: true, default: null,
+    help: "HuggingFace model id or local folder; repeat to serve several models" },
+  { name: "served-model-name", kind: "string", perModel: true, repeatable: true, default: null,
+    defaultLabel: "derived from model-id", help: "name clients use in the `model` field" },
+  { name: "revision", kind: "string", perModel: true, repeatable: true, default: "main",
+    help: "hub branch, tag or commit to download" },
+  { name: "batch-size", kind: "int", perModel: true, repeatable: true, default: 32,
+    help: "most inputs in one inference batch" },
+  { name: "max-batch-tokens", kind: "int", perModel: true, repeatable: true, default: 16384,
+    help: "token budget of one batch: padded length x batch size" },
+  { name: "dtype", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DTYPES,
+    help: "which ONNX export to load: float32 (model.onnx), float16 (model_fp16.onnx), int8 (model_quantized.onnx / model_int8.onnx); auto prefers float32" },
+  { name: "device", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DEVICES,
+    help: "onnxruntime execution provider; falls back to cpu with a warning when unavailable" },
+  { name: "pooling-method", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: POOLING_METHODS,
+    help: "embedding pooling; auto uses what the model's 1_Pooling/config.json says" },
+  { name: "model-warmup", kind: "bool", perModel: true, repeatable: true, default: true,
+    help: "run warm-up batches before /health reports ready (--no-model-warmup to skip)" },
+  { name: "num-threads", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = number of CPU cores",
+    help: "onnxruntime intra-op threads per model" },
+  { name: "max-queue-size", kind: "int", perModel: true, repeatable: true, default: 8192,
+    help: "queued inputs per model before requests get 429" },
+  { name: "memory-budget-mb", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = unlimited",
+    help: "cap on a model's activation memory per batch; lowers the batch token budget to fit" },
+  // Server options.
+  { name: "host", kind: "string", perModel: false, default: "0.0.0.0", help: "address to listen on" },
+  { name: "port", kind: "int", perModel: false, default: 7997, help: "port to listen on" },
+  { name: "url-prefix", kind: "string", perModel: false, default: "", help: "prefix for the API routes, e.g. /v1" },
+  { name: "log-level", kind: "enum", perModel: false, default: "info", choices: ["debug", "info", "warn", "error"],
+    help: "least severe log level printed (debug logs one line per request)" },
+  { name: "log-format", kind: "enum", perModel: false, default: "text", choices: ["text", "json"], help: "log line format" },
+  { name: "api-key", kind: "list", perModel: false, repeatable: true, default: [],
+    help: "require `Authorization: Bearer <key>` on API routes; repeat for several keys" },
+  { name: "api-key-file", kind: "string", perModel: false, default: null, help: "file with one API key per line" },
+  { name: "permissive-cors", kind: "bool", perModel: false, default: false, help: "allow any origin (CORS)" },
+  { name: "cors-allow-origins", kind: "list", perModel: false, repeatable: true, default: [],
+    help: "origins allowed by CORS; repeat for several" },
+  { name: "max-request-bytes", kind: "int", perModel: false, default: 32 * 1024 * 1024,
+    help: "largest request body accepted (413 past it)" },
+  { name: "max-inputs-per-request", kind: "int", perModel: false, default: 2048, help: "most inputs in one request" },
+  { name: "max-input-chars", kind: "int", perModel: false, default: 1_000_000,
+    help: "longest single input string accepted, in characters" },
+  { name: "tokenizer-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(4, cores)",
+    help: "tokenizer worker threads" },
+  { name: "shutdown-timeout", kind: "int", perModel: false, default: 30,
+    help: "seconds to finish queued work after SIGTERM/SIGINT" },
+  { name: "cache-dir", kind: "string", perModel: false, default: null, defaultLabel: "$INFINITY_HOME or $HF_HOME/hub",
+    help: "where hub downloads are cached" },
+  { name: "preload-only", kind: "bool", perModel: false, default: false,
+    help: "download/resolve every model, then exit 0" },
+  { name: "config", kind: "string", perModel: false, default: null, cliOnly: true,
+    help: "TOML config file with server keys and [[models]] tables" },
+];
+
+export function envName(optionName: string): string {
+  return "INFINITY_" + optionName.toUpperCase().replace(/-/g, "_");
+}
+
+/** A raw value as it came from one source, before typing. File values arrive typed already. */
+export type RawValue = string | number | boolean | Array<string | number | boolean>;
+
+export interface Sources {
+  /** From argv: each option's values in order (repeated flags append). */
+  flags: Map<string, string[]>;
+  /** The process environment (only INFINITY_* keys are read). */
+  env: Record<string, string | undefined>;
+  /** The parsed config file, or null. */
+  file: Record<string, unknown> | null;
+  /** Number of CPU cores, for computed defaults. */
+  cpuCount: number;
+}
+
+const specByName = new Map(OPTIONS.map((o) => [o.name, o]));
+
+export function findOption(name: string): OptionSpec | undefined {
+  return specByName.get(name);
+}
+
+function typed(spec: OptionSpec, raw: unknown, source: string): string | number | boolean {
+  const where = `${source} --${spec.name}`;
+  switch (spec.kind) {
+    case "int": {
+      const n = typeof raw === "number" ? raw : typeof raw === "string" && /^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+      if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${where}: expected a non-negative integer, got ${JSON.stringify(raw)}`);
+      return n;
+    }
+    case "bool": {
+      if (typeof raw === "boolean") return raw;
+      const s = String(raw).trim().toLowerCase();
+      if (["1", "true", "yes", "on"].includes(s)) return true;
+      if (["0", "false", "no", "off"].includes(s)) return false;
+      throw new ConfigError(`${where}: expected true or false, got ${JSON.stringify(raw)}`);
+    }
+    case "enum": {
+      const s = String(raw);
+      if (!spec.choices!.includes(s)) throw new ConfigError(`${where}: expected one of ${spec.choices!.join(", ")}, got ${JSON.stringify(raw)}`);
+      return s;
+    }
+    default: {
+      if (typeof raw !== "string" && typeof raw !== "number") throw new ConfigError(`${where}: expected a string, got ${JSON.stringify(raw)}`);
+      return String(raw);
+    }
+  }
+}
+
+/** kebab-case file keys are canonical; snake_case is accepted too (what Python users write). */
+function fileValue(obj: Record<string, unknown> | null | undefined, name: string): unknown {
+  if (!obj) return undefined;
+  if (name in obj) return obj[name];
+  const snake = name.replace(/-/g, "_");
+  return snake in obj ? obj[snake] : undefined;
+}
+
+/** Values of one option from the highest-precedence source that sets it: flag > env > file > default. */
+function pick(spec: OptionSpec, src: Sources): { values: unknown[]; source: string } | null {
+  const flag = src.flags.get(spec.name);
+  if (flag && flag.length) return { values: flag, source: "flag" };
+  const env = src.env[envName(spec.name)];
+  if (env !== undefined && env !== "") {
+    // Lists in environment variables are ';'-separated.
+    const parts = spec.perModel || spec.kind === "list" ? env.split(";").map((s) => s.trim()).filter((s) => s !== "") : [env];
+    return { values: parts, source: `environment ${envName(spec.name)}` };
+  }
+  if (!spec.perModel) {
+    const v = fileValue(src.file, spec.name);
+    if (v !== undefined) return { values: Array.isArray(v) ? v : [v], source: "config file" };
+  }
+  return null;
+}
+
+function fileModels(src: Sources): Record<string, unknown>[] {
+  const models = src.file?.models;
+  if (models === undefined) return [];
+  if (!Array.isArray(models) || models.some((m) => typeof m !== "object" || m === null || Array.isArray(m))) {
+    throw new ConfigError("config file: `models` must be an array of tables ([[models]])");
+  }
+  return models as Record<string, unknown>[];
+}
+
+/** The served name derived from a model id: the id itself for hub ids, the folder name for local paths. */
+export function defaultServedName(modelId: string): string {
+  const trimmed = modelId.replace(/[\\/]+$/, "");
+  // Hub ids are "name" or "org/name"; anything else is a folder path, named by its last component.
+  if (trimmed.startsWith("/") || trimmed.startsWith(".") || /^[A-Za-z]:[\\/]/.test(trimmed) || trimmed.split(/[\\/]/).length > 2) {
+    return trimmed.split(/[\\/]/).pop() || trimmed;
+  }
+  return trimmed;
+}
+
+export function buildConfig(src: Sources): ServerConfig {
+  const file = src.file;
+  if (file) {
+    const known = new Set(OPTIONS.filter((o) => !o.perModel && !o.cliOnly).flatMap((o) => [o.name, o.name.replace(/-/g, "_")]));
+    for (const key of Object.keys(file)) {
+      if (key !== "models" && !known.has(key)) throw new ConfigError(`config file: unknown key "${key}"`);
+    }
+  }
+  const models = fileModels(src);
+  const perModelKnown = new Set(OPTIONS.filter((o) => o.perModel).flatMap((o) => [o.name, o.name.replace(/-/g, "_")]));
+  models.forEach((m, i) => {
+    for (const key of Object.keys(m)) {
+      if (!perModelKnown.has(key)) throw new ConfigError(`config file: [[models]] #${i + 1}: unknown key "${key}"`);
+    }
+  });
+
+  // The model list: from flags/env if given there, else from the file's [[models]].
+  const idSpec = specByName.get("model-id")!;
+  const idPick = pick(idSpec, src);
+  let modelIds: string[];
+  let fromFile = false;
+  if (idPick) {
+    modelIds = idPick.values.map((v) => String(v));
+  } else {
+    modelIds = models.map((m, i) => {
+      const v = fileValue(m, "model-id");
+      if (typeof v !== "string" || !v) throw new ConfigError(`config file: [[models]] #${i + 1} needs a model-id`);
+      return v;
+    });
+    fromFile = true;
+  }
+  if (modelIds.length === 0) throw new ConfigError("no model given: pass --model-id <hub id or folder> (or INFINITY_MODEL_ID, or [[models]] in --config)");
+  const n = modelIds.length;
+
+  const perModel = (name: string): Array<string | number | boolean> => {
+    const spec = specByName.get(name)!;
+    const p = pick(spec, src);
+    if (p) {
+      if (p.values.length !== 1 && p.values.length !== n) {
+        throw new ConfigError(`${p.source} --${name}: got ${p.values.length} values for ${n} models; give one value (for all) or one per model`);
+      }
+      return Array.from({ length: n }, (_, i) => typed(spec, p.values.length === 1 ? p.values[0] : p.values[i], p.source));
+    }
+    return Array.from({ length: n }, (_, i) => {
+      // [[models]] tables apply only when the model list itself comes from the file.
+      const v = fromFile ? fileValue(models[i], name) : undefined;
+      if (v !== undefined) return typed(spec, v, `config file [[models]] #${i + 1}`);
+      return spec.default as string | number | boolean;
+    });
+  };
+  const server = (name: string): unknown => {
+    const spec = specByName.get(name)!;
+    const p = pick(spec, src);
+    if (!p) return spec.default;
+    if (spec.kind === "list") return p.values.map((v) => String(typed(spec, v, p.source)));
+    if (p.values.length > 1) throw new ConfigError(`${p.source} --${name}: given ${p.values.length} times; it takes one value`);
+    return typed(spec, p.values[0], p.source);
+  };
+
+  const names = perModel("served-model-name");
+  const revision = perModel("revision");
+  const batchSize = perModel("batch-size");
+  const maxBatchTokens = perModel("max-batch-tokens");
+  const dtype = perModel("dtype");
+  const device = perModel("device");
+  const pooling = perModel("pooling-method");
+  const warmup = perModel("model-warmup");
+  const threads = perModel("num-threads");
+  const maxQueue = perModel("max-queue-size");
+  const memory = perModel("memory-budget-mb");
+
+  const modelConfigs: ModelConfig[] = modelIds.map((modelId, i) => {
+    if (!modelId.trim()) throw new ConfigError(`model #${i + 1}: empty model id`);
+    const bs = batchSize[i] as number;
+    const mbt = maxBatchTokens[i] as number;
+    if (bs < 1) throw new ConfigError(`--batch-size must be at least 1 (model ${modelId})`);
+    if (mbt < 1) throw new ConfigError(`--max-batch-tokens must be at least 1 (model ${modelId})`);
+    if ((maxQueue[i] as number) < 1) throw new ConfigError(`--max-queue-size must be at least 1 (model ${modelId})`);
+    return {
+      modelId,
+      servedModelName: (names[i] as string | null) ?? defaultServedName(modelId),
+      revision: revision[i] as string,
+      batchSize: bs,
+      maxBatchTokens: mbt,
+      dtype: dtype[i] as Dtype,
+      device: device[i] as string,
+      poolingMethod: pooling[i] as PoolingMethod,
+      modelWarmup: warmup[i] as boolean,
+      numThreads: (threads[i] as number) || src.cpuCount,
+      maxQueueSize: maxQueue[i] as number,
+      memoryBudgetMb: memory[i] as number,
+    };
+  });
+  const seen = new Set<string>();
+  for (const m of modelConfigs) {
+    if (seen.has(m.servedModelName)) {
+      throw new ConfigError(`served model name "${m.servedModelName}" is used twice; give each model a unique --served-model-name`);
+    }
+    seen.add(m.servedModelName);
+  }
+
+  const port = server("port") as number;
+  if (port < 1 || port > 65535) throw new ConfigError(`--port must be between 1 and 65535, got ${port}`);
+  let urlPrefix = String(server("url-prefix") ?? "").trim();
+  if (urlPrefix && !urlPrefix.startsWith("/")) urlPrefix = "/" + urlPrefix;
+  urlPrefix = urlPrefix.replace(/\/+$/, "");
+  const positive = (name: string): number => {
+    const v = server(name) as number;
+    if (v < 1) throw new ConfigError(`--${name} must be at least 1, got ${v}`);
+    return v;
+  };
+  const workers = server("tokenizer-workers") as number;
+
+  return {
+    host: server("host") as string,
+    port,
+    urlPrefix,
+    logLevel: server("log-level") as LogLevel,
+    logFormat: server("log-format") as "text" | "json",
+    apiKeys: server("api-key") as string[],
+    permissiveCors: server("permissive-cors") as boolean,
+    corsOrigins: server("cors-allow-origins") as string[],
+    maxRequestBytes: positive("max-request-bytes"),
+    maxInputsPerRequest: positive("max-inputs-per-request"),
+    maxInputChars: positive("max-input-chars"),
+    tokenizerWorkers: workers || Math.max(1, Math.min(4, src.cpuCount)),
+    shutdownTimeoutSeconds: server("shutdown-timeout") as number,
+    preloadOnly: server("preload-only") as boolean,
+    cacheDir: (server("cache-dir") as string | null) ?? null,
+    models: modelConfigs,
+  };
+}
+
+/** The value of --api-key-file, which cli.ts reads and appends to apiKeys. */
+export function apiKeyFileOption(src: Sources): string | null {
+  const p = pick(specByName.get("api-key-file")!, src);
+  return p ? String(p.values[0]) : null;
+}
+
+/** Parses argv (after the optional `v2` subcommand) into per-option value lists. */
+export function parseArgv(argv: string[]): { flags: Map<string, string[]>; help: boolean; version: boolean } {
+  const flags = new Map<string, string[]>();
+  let help = false;
+  let version = false;
+  const add = (name: string, value: string) => {
+    const list = flags.get(name) ?? [];
+    list.push(value);
+    flags.set(name, list);
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--help" || arg === "-h") { help = true; continue; }
+    if (arg === "--version") { version = true; continue; }
+    if (!arg.startsWith("--")) throw new ConfigError(`unexpected argument "${arg}"; options start with --, see --help`);
+    let name = arg.slice(2);
+    let value: string | undefined;
+    const eq = name.indexOf("=");
+    if (eq >= 0) { value = name.slice(eq + 1); name = name.slice(0, eq); }
+    name = name.replace(/_/g, "-");
+    let spec = specByName.get(name);
+    if (!spec && name.startsWith("no-")) {
+      const positive = specByName.get(name.slice(3));
+      if (positive?.kind === "bool") {
+        if (value !== undefined) throw new ConfigError(`--${name} takes no value`);
+        add(positive.name, "false");
+        continue;
+      }
+    }
+    if (!spec) throw new ConfigError(`unknown option --${name}; see --help`);
+    if (spec.kind === "bool" && value === undefined) {
+      // A bool flag takes an optional explicit value only as --flag=value.
+      add(spec.name, "true");
+      continue;
+    }
+    if (value === undefined) {
+      value = argv[++i];
+      if (value === undefined || (value.startsWith("--") && value.length > 2)) throw new ConfigError(`--${name} needs a value`);
+    }
+    add(spec.name, value);
+  }
+  return { flags, help, version };
+}
+
+export function helpText(): string {
+  const lines = [
+    "infinity: embedding, reranking and classification server for HuggingFace models",
+    "",
+    "usage: infinity v2 --model-id <hub id | folder> [--model-id ...] [options]",
+    "       (the `v2` subcommand is optional)",
+    "",
+    "Per-model options take one value (for all models) or one per --model-id, by position.",
+    "Every option is also read from INFINITY_<NAME> (lists ';'-separated); precedence:",
+    "flag > environment > config file > default.",
+    "",
+  ];
+  for (const o of OPTIONS) {
+    const flag = o.kind === "bool" ? `--[no-]${o.name}` : `--${o.name} <${o.kind === "enum" ? o.choices!.join("|") : o.kind === "int" ? "n" : "value"}>`;
+    const def = o.defaultLabel ?? (o.default === null ? "none" : Array.isArray(o.default) ? (o.default.length ? o.default.join(",") : "none") : String(o.default));
+    lines.push(`  ${flag}`);
+    lines.push(`      ${o.help}${o.perModel ? " [per model]" : ""}`);
+    lines.push(`      default: ${def}; env: ${envName(o.name)}`);
+  }
+  lines.push("  --help, -h      this text");
+  lines.push("  --version       print the version");
+  return lines.join("\n");
+}

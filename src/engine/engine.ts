@@ -1,0 +1,248 @@
+// One model's engine: queue -> batcher -> runner. One batch runs at a time on the session while the next one is
+// cut and its tensors are built; when the running batch ends, a prepared batch with room is topped up with
+// inputs that arrived meanwhile.
+import type { Encoded } from "../tokenize/encode";
+import type { BatchTensors, ModelSession } from "../model/session";
+import type { TaskReader } from "../tasks/task";
+import type { Metrics } from "../metrics";
+import { InferenceFailed, Unavailable } from "../errors";
+import { log } from "../log";
+import { selectBatch, windowFor } from "./batcher";
+import { InputQueue, Job, type Item } from "./queue";
+
+export interface EngineLimits {
+  maxBatchSize: number;
+  maxBatchTokens: number;
+  maxQueueSize: number;
+}
+
+/** The runner side of an engine: a session (or a fake in tests) and how to read its outputs. */
+export interface Runner<R> {
+  run(t: BatchTensors): Promise<R[]>;
+}
+
+export interface EngineResult<R> {
+  results: R[];
+  queueMs: number;
+  inferenceMs: number;
+}
+
+export type EngineState = "loading" | "ready" | "broken" | "stopped";
+
+interface Prepared<R> {
+  items: Item<R>[];
+  tensors: BatchTensors;
+  tokens: number;
+}
+
+/** Pads a batch into flat tensors. */
+export function buildTensors(encs: readonly Encoded[], padId: number): BatchTensors {
+  const batch = encs.length;
+  let seqLen = 1;
+  for (const e of encs) if (e.ids.length > seqLen) seqLen = e.ids.length;
+  const inputIds = new Int32Array(batch * seqLen);
+  const attentionMask = new Int32Array(batch * seqLen);
+  const needTypes = encs.some((e) => e.typeIds);
+  const tokenTypeIds = needTypes ? new Int32Array(batch * seqLen) : null;
+  if (padId !== 0) inputIds.fill(padId);
+  for (let b = 0; b < batch; b++) {
+    const e = encs[b]!;
+    const o = b * seqLen;
+    inputIds.set(e.ids, o);
+    attentionMask.fill(1, o, o + e.ids.length);
+    if (tokenTypeIds && e.typeIds) tokenTypeIds.set(e.typeIds, o);
+  }
+  return { batch, seqLen, inputIds, attentionMask, tokenTypeIds };
+}
+
+export function sessionRunner<R>(session: ModelSession, reader: TaskReader<R>): Runner<R> {
+  const output = reader.outputName(session.outputNames);
+  return {
+    async run(t) {
+      const out = await session.run(t, output);
+      const lengths = new Int32Array(t.batch);
+      for (let b = 0; b < t.batch; b++) {
+        let n = 0;
+        const o = b * t.seqLen;
+        while (n < t.seqLen && t.attentionMask[o + n] === 1) n++;
+        lengths[b] = n;
+      }
+      return reader.read(out, lengths);
+    },
+  };
+}
+
+export class Engine<R> {
+  state: EngineState = "loading";
+  lastError: string | null = null;
+  private readonly queue: InputQueue<R>;
+  private running = false;
+  private prepared: Prepared<R> | null = null;
+  private consecutiveFailures = 0;
+  private idleWaiters: Array<() => void> = [];
+  private accepting = true;
+  private batchCount = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly runner: Runner<R>,
+    private readonly padId: number,
+    private limits: EngineLimits,
+    private readonly metrics: Metrics | null = null,
+  ) {
+    this.queue = new InputQueue<R>(limits.maxQueueSize);
+    metrics?.queueDepth.set({ model: name }, () => this.queue.size + (this.prepared?.items.length ?? 0));
+  }
+
+  get queued(): number {
+    return this.queue.size + (this.prepared?.items.length ?? 0);
+  }
+
+  get batchLimits(): EngineLimits {
+    return this.limits;
+  }
+
+  /** Lowers the token budget (memory budget), never below one full-length input. */
+  setMaxBatchTokens(tokens: number): void {
+    this.limits = { ...this.limits, maxBatchTokens: Math.max(1, Math.floor(tokens)) };
+  }
+
+  /** Queues already tokenized inputs; resolves with one result per input, in order. */
+  submit(encoded: readonly Encoded[], signal?: AbortSignal): Promise<EngineResult<R>> {
+    if (this.state === "stopped" || !this.accepting) return Promise.reject(new Unavailable(`model ${this.name} is shutting down`));
+    if (this.state === "loading") return Promise.reject(new Unavailable(`model ${this.name} is still loading`));
+    if (encoded.length === 0) return Promise.resolve({ results: [], queueMs: 0, inferenceMs: 0 });
+    return new Promise<EngineResult<R>>((resolve, reject) => {
+      const job: Job<R> = new Job<R>(
+        encoded.length,
+        (results) => resolve({ results, queueMs: job.lastStartAt - job.enqueuedAt, inferenceMs: job.inferenceMs }),
+        reject,
+      );
+      try {
+        this.queue.push(job, encoded);
+      } catch (e) {
+        this.metrics?.rejected.inc({ model: this.name }, encoded.length);
+        reject(e);
+        return;
+      }
+      if (signal) {
+        if (signal.aborted) this.queue.cancel(job);
+        else signal.addEventListener("abort", () => this.queue.cancel(job), { once: true });
+      }
+      this.pump();
+    });
+  }
+
+  /** Resolves when nothing is queued or running (graceful shutdown). */
+  idle(): Promise<void> {
+    if (!this.running && this.queued === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private cut(): Prepared<R> | null {
+    const view = this.queue.view();
+    if (view.length === 0) return null;
+    const indices = selectBatch(view, {
+      maxBatchSize: this.limits.maxBatchSize,
+      maxBatchTokens: this.limits.maxBatchTokens,
+      window: windowFor(this.limits.maxBatchSize),
+    });
+    const items = this.queue.take(indices);
+    const tensors = buildTensors(items.map((i) => i.enc), this.padId);
+    let tokens = 0;
+    for (const i of items) tokens += i.length;
+    return { items, tensors, tokens };
+  }
+
+  /** A prepared batch with room left is re-cut with what arrived while it waited. */
+  private topUp(p: Prepared<R>): Prepared<R> | null {
+    const live = p.items.filter((i) => !i.job.cancelled);
+    const full = live.length >= this.limits.maxBatchSize || live.length * p.tensors.seqLen >= this.limits.maxBatchTokens;
+    if (live.length === p.items.length && (full || this.queue.size === 0)) return p;
+    this.queue.putBack(live);
+    return this.cut();
+  }
+
+  private pump(): void {
+    if (this.running || this.state !== "ready") return;
+    const batch = this.prepared ? this.topUp(this.prepared) : this.cut();
+    this.prepared = null;
+    if (!batch) {
+      this.notifyIdle();
+      return;
+    }
+    this.running = true;
+    const done = this.execute(batch);
+    // Prepare the next batch while this one runs.
+    this.prepared = this.cut();
+    void done.finally(() => {
+      this.running = false;
+      this.pump();
+    });
+  }
+
+  private notifyIdle(): void {
+    if (this.running || this.queued > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private async execute(batch: Prepared<R>): Promise<void> {
+    const start = performance.now();
+    const batchId = ++this.batchCount;
+    for (const item of batch.items) item.job.lastStartAt = Math.max(item.job.lastStartAt, start);
+    for (const item of batch.items) this.metrics?.queueSeconds.observe({ model: this.name }, (start - item.job.enqueuedAt) / 1000);
+    let results: R[];
+    try {
+      results = await this.runner.run(batch.tensors);
+      this.consecutiveFailures = 0;
+      if (this.state === "broken") this.state = "ready";
+    } catch (e) {
+      const message = (e as Error).message ?? String(e);
+      this.lastError = message;
+      log.error("inference failed", { model: this.name, batch: batch.items.length, error: message });
+      if (++this.consecutiveFailures >= 3) this.state = "broken";
+      const failed = new Set<Job<R>>();
+      for (const item of batch.items) failed.add(item.job);
+      for (const job of failed) {
+        if (!job.cancelled) {
+          job.cancelled = true;
+          job.reject(new InferenceFailed(`inference failed: ${message}`));
+        }
+      }
+      return;
+    }
+    const ms = performance.now() - start;
+    const labels = { model: this.name };
+    this.metrics?.inferenceSeconds.observe(labels, ms / 1000);
+    this.metrics?.batchSize.observe(labels, batch.items.length);
+    this.metrics?.batchTokens.observe(labels, batch.tensors.batch * batch.tensors.seqLen);
+    this.metrics?.tokens.inc(labels, batch.tokens);
+    batch.items.forEach((item, row) => {
+      const job = item.job;
+      if (job.cancelled) return;
+      job.results[item.index] = results[row]!;
+      if (job.lastBatch !== batchId) {
+        job.lastBatch = batchId;
+        job.inferenceMs += ms;
+      }
+      if (--job.remaining === 0) job.resolve(job.results);
+    });
+  }
+
+  /** Marks the engine ready to run batches. */
+  start(): void {
+    this.state = "ready";
+    this.pump();
+  }
+
+  /** Refuses new work; queued and running work still finishes (graceful shutdown). */
+  drain(): void {
+    this.accepting = false;
+  }
+
+  stop(): void {
+    this.state = "stopped";
+  }
+}

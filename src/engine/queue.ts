@@ -1,0 +1,86 @@
+// The queue of one engine: accepted inputs waiting for a batch, bounded, FIFO by arrival, with cancellation.
+// The engine is its single owner; requests only add jobs and may cancel their own.
+import type { Encoded } from "../tokenize/encode";
+import { Cancelled, Overloaded } from "../errors";
+
+export class Job<R> {
+  readonly results: R[];
+  remaining: number;
+  cancelled = false;
+  readonly enqueuedAt = performance.now();
+  /** When the last of its inputs started running: queue time ends there. */
+  lastStartAt = 0;
+  inferenceMs = 0;
+  /** The last batch counted into inferenceMs (a job's inputs may share a batch). */
+  lastBatch = 0;
+  constructor(
+    readonly size: number,
+    readonly resolve: (results: R[]) => void,
+    readonly reject: (e: Error) => void,
+  ) {
+    this.results = new Array(size);
+    this.remaining = size;
+  }
+}
+
+export interface Item<R> {
+  job: Job<R>;
+  /** Position of this input in its request. */
+  index: number;
+  enc: Encoded;
+  length: number;
+  /** Arrival order, to keep FIFO when items are put back. */
+  seq: number;
+}
+
+export class InputQueue<R> {
+  private items: Item<R>[] = [];
+  private seq = 0;
+
+  constructor(private readonly maxSize: number) {}
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  /** Accepts all inputs of a job or none of them. */
+  push(job: Job<R>, encoded: readonly Encoded[]): void {
+    if (this.items.length + encoded.length > this.maxSize) {
+      throw new Overloaded(
+        `queue full: ${this.items.length} inputs waiting (limit ${this.maxSize}); retry shortly`,
+        Math.max(1, Math.ceil(this.items.length / this.maxSize)),
+      );
+    }
+    encoded.forEach((enc, index) => this.items.push({ job, index, enc, length: enc.ids.length, seq: this.seq++ }));
+  }
+
+  /** Removes a cancelled job's waiting inputs and fails it. */
+  cancel(job: Job<R>): void {
+    if (job.cancelled || job.remaining === 0) return;
+    job.cancelled = true;
+    this.items = this.items.filter((i) => i.job !== job);
+    job.reject(new Cancelled("the client disconnected; its queued inputs were dropped"));
+  }
+
+  view(): readonly Item<R>[] {
+    return this.items;
+  }
+
+  /** Takes the items at these (ascending) indices out of the queue. */
+  take(indices: readonly number[]): Item<R>[] {
+    const taken = indices.map((i) => this.items[i]!);
+    const drop = new Set(indices);
+    // Chosen items come from the window at the head, so rebuilding only the head keeps this cheap.
+    const headEnd = (indices[indices.length - 1] ?? -1) + 1;
+    const head = this.items.slice(0, headEnd).filter((_, i) => !drop.has(i));
+    this.items = head.concat(this.items.slice(headEnd));
+    return taken;
+  }
+
+  /** Returns items to the queue in arrival order (a prepared batch being topped up). */
+  putBack(items: readonly Item<R>[]): void {
+    const live = items.filter((i) => !i.job.cancelled);
+    if (!live.length) return;
+    this.items = live.concat(this.items).sort((a, b) => a.seq - b.seq);
+  }
+}

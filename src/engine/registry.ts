@@ -1,0 +1,206 @@
+// Which model serves a name and a capability. Loads every configured model (resolve -> layout -> session ->
+// tokenizer -> engine -> warm-up) and answers lookups from the HTTP layer.
+import { join } from "node:path";
+import type { ModelConfig } from "../config";
+import { CapabilityMismatch, ModelLoadError, ModelNotFound } from "../errors";
+import { log } from "../log";
+import type { Metrics } from "../metrics";
+import { readLayout, type ModelLayout, type Task } from "../model/layout";
+import { resolveModel, type HubSettings } from "../model/resolve";
+import { ModelSession } from "../model/session";
+import { classifyReader } from "../tasks/classify";
+import { embedReader } from "../tasks/embed";
+import { rerankReader } from "../tasks/rerank";
+import type { TaskReader } from "../tasks/task";
+import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
+import type { TokenizerPool } from "../tokenize/pool";
+import { Engine, sessionRunner } from "./engine";
+
+/** Route families a model can serve. */
+export type Capability = "embed" | "rerank" | "classify";
+
+interface Base {
+  name: string;
+  config: ModelConfig;
+  layout: ModelLayout;
+  provider: string;
+  padId: number;
+  /** Resident memory measured at load: weights plus session arenas after warm-up. */
+  memoryBytes: number;
+  /** Tokens per second measured during warm-up (0 when warm-up is off). */
+  warmupTokensPerSecond: number;
+  /** Tokenizes texts (or query/document pairs) in the worker pool. */
+  encode(texts: string[], firsts?: string[]): Promise<Encoded[]>;
+  /** Counts content tokens of a text in-process (prompt lengths). */
+  encoder: Encoder;
+  session: ModelSession;
+}
+export type ServedModel =
+  | (Base & { task: "embed"; engine: Engine<Float32Array> })
+  | (Base & { task: "rerank"; engine: Engine<number> })
+  | (Base & { task: "classify"; engine: Engine<Float32Array> });
+
+export function capabilitiesOf(task: Task): Capability[] {
+  return [task];
+}
+
+/** The route that serves a task, for error messages. */
+export const ROUTE_OF: Record<Capability, string> = { embed: "/embeddings", rerank: "/rerank", classify: "/classify" };
+
+export class Registry {
+  private readonly models = new Map<string, ServedModel>();
+  private loading = true;
+
+  constructor(
+    private readonly pool: TokenizerPool,
+    private readonly metrics: Metrics | null,
+  ) {}
+
+  list(): ServedModel[] {
+    return [...this.models.values()];
+  }
+
+  get ready(): boolean {
+    return !this.loading && this.models.size > 0 && this.list().every((m) => m.engine.state === "ready");
+  }
+
+  get isLoading(): boolean {
+    return this.loading;
+  }
+
+  /** The model for a request: by served name; with one model loaded, any name (or none) selects it. */
+  lookup(name: string | undefined, capability: Capability): ServedModel {
+    let model: ServedModel | undefined;
+    if (this.models.size === 1) model = this.models.values().next().value;
+    else if (name !== undefined) model = this.models.get(name);
+    if (!model) {
+      const names = [...this.models.keys()];
+      throw new ModelNotFound(
+        name === undefined
+          ? `several models are served; name one in \`model\`: ${names.join(", ")}`
+          : `model "${name}" is not served; served models: ${names.join(", ")}`,
+        "model",
+      );
+    }
+    if (model.task !== capability) {
+      throw new CapabilityMismatch(
+        `model "${model.name}" is a ${model.task} model and serves ${ROUTE_OF[model.task]}, not ${ROUTE_OF[capability]}`,
+        "model",
+      );
+    }
+    return model;
+  }
+
+  /**
+   * Loads all models. Downloads and folder reads run in parallel; sessions are created and warmed up one at a
+   * time, so each model's resident memory is measured apart from the others'.
+   */
+  async loadAll(configs: readonly ModelConfig[], hub: HubSettings): Promise<void> {
+    const fail = (c: ModelConfig) => (e: unknown) => {
+      throw new ModelLoadError(`model ${c.servedModelName} (${c.modelId}) failed to load: ${(e as Error).message}`);
+    };
+    const layouts = await Promise.all(
+      configs.map((c) =>
+        resolveModel(c.modelId, c.revision, c.dtype, hub)
+          .then((r) => readLayout(r.dir, r.files, c.dtype, c.poolingMethod))
+          .catch(fail(c)),
+      ),
+    );
+    for (let i = 0; i < configs.length; i++) {
+      const c = configs[i]!;
+      const m = await this.loadOne(c, layouts[i]!).catch(fail(c));
+      await this.warmUp(m).catch(fail(c));
+      this.models.set(m.name, m);
+      m.engine.start();
+      this.metrics?.memoryBytes.set({ model: m.name }, m.memoryBytes);
+      log.info("model ready", {
+        model: m.name,
+        task: m.task,
+        file: m.layout.onnxFile,
+        provider: m.provider,
+        dtype: m.layout.dtype,
+        pooling: m.task === "embed" ? `${m.layout.pooling} (${m.layout.poolingSource})` : undefined,
+        max_length: m.layout.maxLength,
+        batch_size: m.config.batchSize,
+        max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
+        memory_mb: Math.round(m.memoryBytes / 1048576),
+        warmup_tokens_per_s: m.warmupTokensPerSecond ? Math.round(m.warmupTokensPerSecond) : undefined,
+      });
+    }
+    this.loading = false;
+  }
+
+  private async loadOne(c: ModelConfig, layout: ModelLayout): Promise<ServedModel> {
+    for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
+    const rssBefore = process.memoryUsage().rss;
+    const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads });
+    const encoder = new Encoder(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
+    const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
+    const key = c.servedModelName;
+    await this.pool.load(key, layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
+    let maxBatchTokens = c.maxBatchTokens;
+    if (maxBatchTokens < layout.maxLength) {
+      log.warn("max-batch-tokens is below the model's max length; raised so a full-length input fits", { model: key, max_length: layout.maxLength });
+      maxBatchTokens = layout.maxLength;
+    }
+    const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize };
+    const base = {
+      name: key,
+      config: c,
+      layout,
+      provider: session.provider,
+      padId,
+      memoryBytes: Math.max(0, process.memoryUsage().rss - rssBefore),
+      warmupTokensPerSecond: 0,
+      encode: (texts: string[], firsts?: string[]) => this.pool.encode(key, texts, firsts),
+      encoder,
+      session,
+    };
+    const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, sessionRunner(session, reader), padId, limits, this.metrics);
+    switch (layout.task) {
+      case "embed":
+        return { ...base, task: "embed", engine: engine(embedReader(layout.pooling)) };
+      case "rerank":
+        return { ...base, task: "rerank", engine: engine(rerankReader) };
+      case "classify":
+        return { ...base, task: "classify", engine: engine(classifyReader) };
+    }
+  }
+
+  /** Runs full-size batches before serving, measures speed and the memory the session's arenas take. */
+  private async warmUp(m: ServedModel): Promise<void> {
+    if (!m.config.modelWarmup) return;
+    const rssBefore = process.memoryUsage().rss;
+    const text = "The quick brown fox jumps over the lazy dog. ".repeat(Math.ceil(m.layout.maxLength / 8));
+    const count = Math.max(1, Math.min(m.config.batchSize, Math.floor(m.engine.batchLimits.maxBatchTokens / m.layout.maxLength)));
+    const texts = Array.from({ length: count }, () => text);
+    const encoded = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
+    // The engine is not started yet: run its runner directly through a temporary start.
+    const engine = m.engine as Engine<unknown>;
+    engine.start();
+    const t0 = performance.now();
+    let tokens = 0;
+    for (let i = 0; i < 2; i++) {
+      await engine.submit(encoded);
+      tokens += encoded.reduce((s, e) => s + e.ids.length, 0);
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    m.warmupTokensPerSecond = tokens / seconds;
+    m.memoryBytes += Math.max(0, process.memoryUsage().rss - rssBefore);
+  }
+
+  drain(): void {
+    for (const m of this.models.values()) m.engine.drain();
+  }
+
+  async idle(): Promise<void> {
+    await Promise.all(this.list().map((m) => m.engine.idle()));
+  }
+
+  async close(): Promise<void> {
+    for (const m of this.models.values()) {
+      m.engine.stop();
+      await m.session.release().catch(() => {});
+    }
+  }
+}

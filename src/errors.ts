@@ -1,0 +1,112 @@
+// Typed errors raised where the problem is found. server/errors.ts maps them to HTTP once.
+// Lower layers (engine, model, tokenize, tasks) throw these and never know about HTTP.
+
+export abstract class InfinityError extends Error {
+  /** OpenAI-style error type, e.g. "invalid_request_error". */
+  abstract readonly type: string;
+  /** Machine-readable code, stable across releases. */
+  abstract readonly code: string;
+  constructor(
+    message: string,
+    /** The request field the error is about, when there is one. */
+    readonly param: string | null = null,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The request is well-formed JSON but asks for something invalid. */
+export class InvalidInput extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code = "invalid_input";
+}
+
+/** The request names a model that is not served. */
+export class ModelNotFound extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code = "model_not_found";
+}
+
+/** The model exists but cannot serve this route or modality. */
+export class CapabilityMismatch extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code = "unsupported_capability";
+}
+
+/** The queue is full; the client should retry later. */
+export class Overloaded extends InfinityError {
+  readonly type = "overloaded_error";
+  readonly code = "queue_full";
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The engine cannot serve (still loading, shutting down, or broken). */
+export class Unavailable extends InfinityError {
+  readonly type = "service_unavailable_error";
+  readonly code = "unavailable";
+}
+
+/** The client went away before its work was done; the work was dropped. */
+export class Cancelled extends InfinityError {
+  readonly type = "cancelled";
+  readonly code = "client_disconnected";
+}
+
+/** Configuration cannot be used; raised at startup and reported without a stack trace. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** A model cannot be found, downloaded or loaded. */
+export class ModelLoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ModelLoadError";
+  }
+}
+
+/** Inference itself failed (onnxruntime error). */
+export class InferenceFailed extends InfinityError {
+  readonly type = "server_error";
+  readonly code = "inference_failed";
+}
+
+/** Missing or wrong API key. */
+export class Unauthorized extends InfinityError {
+  readonly type = "authentication_error";
+  readonly code = "invalid_api_key";
+}
+
+/** The request body is larger than the configured limit. */
+export class PayloadTooLarge extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code = "payload_too_large";
+}
+
+/** The body is not JSON (content type or syntax). */
+export class BadBody extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code = "invalid_body";
+  constructor(
+    message: string,
+    /** 415 for a wrong content type, 400 for broken JSON. */
+    readonly unsupportedMediaType = false,
+  ) {
+    super(message);
+  }
+}
+
+/** No such route. */
+export class RouteNotFound extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code = "not_found";
+}

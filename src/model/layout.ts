@@ -1,0 +1,243 @@
+// Reads a model folder laid out as a HuggingFace hub repository: which task it serves, which ONNX file to load,
+// and the sentence-transformers semantics (pooling, normalisation, max length, prompts). Knows nothing of requests.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Dtype, PoolingMethod } from "../config";
+import { ModelLoadError } from "../errors";
+
+export type Task = "embed" | "rerank" | "classify";
+export type Pooling = "mean" | "cls" | "max" | "last" | "mean_sqrt_len" | "weighted_mean";
+
+export interface ModelLayout {
+  dir: string;
+  task: Task;
+  modelType: string;
+  architecture: string;
+  /** Path of the chosen ONNX file, relative to dir. */
+  onnxFile: string;
+  dtype: Exclude<Dtype, "auto">;
+  /** Longest sequence fed to the model, special tokens included. */
+  maxLength: number;
+  /** Embedders only. */
+  pooling: Pooling;
+  poolingSource: string;
+  normalize: boolean;
+  /** Whether prompt tokens take part in pooling (sentence-transformers include_prompt). */
+  includePrompt: boolean;
+  prompts: Record<string, string>;
+  defaultPromptName: string | null;
+  /** Classifier / reranker labels by index. */
+  labels: string[];
+  hiddenSize: number | null;
+  /** Byte size of the ONNX file and its external data, for the memory report. */
+  weightBytes: number;
+  tokenizerJson: unknown;
+  tokenizerConfig: Record<string, unknown>;
+  configJson: Record<string, unknown>;
+  warnings: string[];
+}
+
+/** The hub's conventional ONNX file names per dtype, in preference order. */
+export const ONNX_CANDIDATES: Record<Exclude<Dtype, "auto">, string[]> = {
+  float32: ["onnx/model.onnx", "model.onnx"],
+  float16: ["onnx/model_fp16.onnx", "model_fp16.onnx"],
+  int8: [
+    "onnx/model_quantized.onnx", "onnx/model_int8.onnx", "onnx/model_qint8_avx512_vnni.onnx", "onnx/model_qint8_avx512.onnx",
+    "onnx/model_qint8_avx2.onnx", "onnx/model_quint8_avx2.onnx", "onnx/model_qint8_arm64.onnx", "onnx/model_uint8.onnx",
+    "model_quantized.onnx", "model_int8.onnx",
+  ],
+};
+const AUTO_ORDER: Exclude<Dtype, "auto">[] = ["float32", "int8", "float16"];
+
+/** Picks the ONNX file for a dtype from a list of repository paths. Pure, so hub listings and folders share it. */
+export function chooseOnnxFile(files: readonly string[], dtype: Dtype): { file: string; dtype: Exclude<Dtype, "auto"> } {
+  const have = new Set(files);
+  const order = dtype === "auto" ? AUTO_ORDER : [dtype];
+  for (const d of order) {
+    for (const f of ONNX_CANDIDATES[d]) if (have.has(f)) return { file: f, dtype: d };
+  }
+  const looked = order.flatMap((d) => ONNX_CANDIDATES[d]);
+  const present = files.filter((f) => f.endsWith(".onnx"));
+  throw new ModelLoadError(
+    `no ONNX export for dtype ${dtype}: looked for ${looked.join(", ")}` +
+      (present.length ? `; the repository has ${present.join(", ")}` : "; the repository has no .onnx file (export it with optimum or sentence-transformers' ONNX backend)"),
+  );
+}
+
+/** External weight files that belong to an ONNX file (both naming conventions in use on the hub). */
+export function externalDataFiles(onnxFile: string, files: readonly string[]): string[] {
+  const have = new Set(files);
+  return [`${onnxFile}_data`, `${onnxFile}.data`, `${onnxFile}_data_1`].filter((f) => have.has(f));
+}
+
+/** The files a model needs besides its weights; missing optional ones are fine. */
+export const METADATA_FILES = [
+  "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
+  "sentence_bert_config.json", "config_sentence_transformers.json", "preprocessor_config.json",
+] as const;
+
+function readJson(dir: string, file: string): Record<string, unknown> | null {
+  const path = join(dir, file);
+  if (!existsSync(path)) return null;
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new ModelLoadError(`${path} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+interface StModule { path: string; kind: string }
+
+/** modules.json of every sentence-transformers generation: the class is matched by its last name segment. */
+export function readModules(modulesJson: unknown): StModule[] {
+  if (!Array.isArray(modulesJson)) return [];
+  return modulesJson
+    .filter((m): m is Record<string, unknown> => typeof m === "object" && m !== null)
+    .map((m) => {
+      const type = String(m.type ?? "");
+      return { path: String(m.path ?? ""), kind: type.split(".").pop() ?? type };
+    });
+}
+
+/**
+ * Pooling from a 1_Pooling/config.json of any generation: a `pooling_mode` string (newer) or the
+ * `pooling_mode_*` booleans (all versions). Returns null when the file names no mode.
+ */
+export function poolingFromConfig(cfg: Record<string, unknown> | null): Pooling | null {
+  if (!cfg) return null;
+  const mode = cfg.pooling_mode;
+  if (typeof mode === "string") {
+    const named: Record<string, Pooling> = {
+      cls: "cls", mean: "mean", max: "max", lasttoken: "last", last: "last",
+      mean_sqrt_len_tokens: "mean_sqrt_len", weightedmean: "weighted_mean",
+    };
+    if (named[mode]) return named[mode]!;
+  }
+  if (cfg.pooling_mode_cls_token) return "cls";
+  if (cfg.pooling_mode_mean_tokens) return "mean";
+  if (cfg.pooling_mode_max_tokens) return "max";
+  if (cfg.pooling_mode_mean_sqrt_len_tokens) return "mean_sqrt_len";
+  if (cfg.pooling_mode_weightedmean_tokens) return "weighted_mean";
+  if (cfg.pooling_mode_lasttoken) return "last";
+  return null;
+}
+
+/** Positions usable by tokens: RoBERTa-family models offset positions by pad_token_id + 1. */
+export function positionLimit(config: Record<string, unknown>): number | null {
+  const maxPos = Number(config.max_position_embeddings);
+  if (!Number.isFinite(maxPos) || maxPos <= 0) return null;
+  const type = String(config.model_type ?? "");
+  if (["roberta", "xlm-roberta", "camembert", "mpnet", "longformer", "ibert"].includes(type)) {
+    const pad = Number(config.pad_token_id ?? 1);
+    return maxPos - (Number.isFinite(pad) ? pad : 1) - 1;
+  }
+  return maxPos;
+}
+
+function sane(n: unknown): number | null {
+  const v = Number(n);
+  // Tokenizer configs use 1e30 for "no limit".
+  return Number.isFinite(v) && v > 0 && v < 1_000_000 ? Math.floor(v) : null;
+}
+
+export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
+  const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
+  const id2label = (config.id2label ?? {}) as Record<string, string>;
+  const labels = Object.keys(id2label)
+    .sort((a, b) => Number(a) - Number(b))
+    .map((k) => String(id2label[k]));
+  if (arch.endsWith("ForSequenceClassification")) {
+    const n = Number(config.num_labels ?? labels.length) || labels.length;
+    const count = labels.length || n || 1;
+    const named = labels.length === count ? labels : Array.from({ length: count }, (_, i) => `LABEL_${i}`);
+    return { task: count === 1 ? "rerank" : "classify", labels: named };
+  }
+  return { task: "embed", labels: [] };
+}
+
+export function readLayout(dir: string, files: readonly string[], dtype: Dtype, poolingOverride: PoolingMethod): ModelLayout {
+  const warnings: string[] = [];
+  const config = readJson(dir, "config.json");
+  if (!config) throw new ModelLoadError(`${dir}: missing config.json`);
+  const tokenizerJson = readJson(dir, "tokenizer.json");
+  if (!tokenizerJson) throw new ModelLoadError(`${dir}: missing tokenizer.json (only fast-tokenizer repositories are supported)`);
+  const tokenizerConfig: Record<string, unknown> = { ...(readJson(dir, "special_tokens_map.json") ?? {}), ...(readJson(dir, "tokenizer_config.json") ?? {}) };
+  // special_tokens_map.json values may be objects ({content: ...}); the tokenizer wants strings.
+  for (const [k, v] of Object.entries(tokenizerConfig)) {
+    if (v && typeof v === "object" && !Array.isArray(v) && "content" in (v as object)) tokenizerConfig[k] = (v as { content: string }).content;
+  }
+
+  const { task, labels } = taskOf(config);
+  const { file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype);
+
+  // sentence-transformers modules: Transformer (maybe in a sub-folder), Pooling, Normalize, Dense.
+  const modules = readModules(readJson(dir, "modules.json"));
+  const transformerPath = modules.find((m) => m.kind === "Transformer")?.path ?? "";
+  const stConfig = readJson(dir, join(transformerPath, "sentence_bert_config.json")) ?? readJson(dir, "sentence_bert_config.json");
+  const poolingPath = modules.find((m) => m.kind === "Pooling")?.path ?? "1_Pooling";
+  const poolingConfig = readJson(dir, join(poolingPath, "config.json"));
+  const normalize = modules.some((m) => m.kind === "Normalize");
+  if (modules.some((m) => m.kind === "Dense")) {
+    warnings.push("modules.json has a Dense module; it is applied only if the ONNX export includes it (output sentence_embedding)");
+  }
+
+  let pooling: Pooling;
+  let poolingSource: string;
+  if (poolingOverride !== "auto") {
+    pooling = poolingOverride;
+    poolingSource = "--pooling-method";
+  } else {
+    const fromFile = poolingFromConfig(poolingConfig);
+    if (fromFile) {
+      pooling = fromFile;
+      poolingSource = `${poolingPath}/config.json`;
+    } else {
+      pooling = "mean";
+      poolingSource = "default (no pooling config found)";
+      if (task === "embed") warnings.push("no 1_Pooling/config.json: using mean pooling; pass --pooling-method to choose");
+    }
+  }
+
+  const limit = positionLimit(config);
+  const maxLength =
+    Math.min(
+      sane(stConfig?.max_seq_length) ?? sane(tokenizerConfig.model_max_length) ?? limit ?? 512,
+      limit ?? Number.MAX_SAFE_INTEGER,
+    );
+
+  const stMeta = readJson(dir, "config_sentence_transformers.json");
+  const prompts: Record<string, string> = {};
+  if (stMeta?.prompts && typeof stMeta.prompts === "object") {
+    for (const [k, v] of Object.entries(stMeta.prompts as Record<string, unknown>)) if (typeof v === "string") prompts[k] = v;
+  }
+  const defaultPromptName = typeof stMeta?.default_prompt_name === "string" ? stMeta.default_prompt_name : null;
+
+  const hidden = Number(config.hidden_size ?? config.d_model ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
+  let weightBytes = 0;
+  for (const f of [onnxFile, ...externalDataFiles(onnxFile, files)]) {
+    try { weightBytes += Bun.file(join(dir, f)).size; } catch { /* size is informational */ }
+  }
+
+  return {
+    dir,
+    task,
+    modelType: String(config.model_type ?? "unknown"),
+    architecture: Array.isArray(config.architectures) ? String(config.architectures[0]) : "unknown",
+    onnxFile,
+    dtype: chosen,
+    maxLength,
+    pooling,
+    poolingSource,
+    normalize,
+    includePrompt: poolingConfig?.include_prompt !== false,
+    prompts,
+    defaultPromptName,
+    labels,
+    hiddenSize: Number.isFinite(hidden) ? hidden : null,
+    weightBytes,
+    tokenizerJson,
+    tokenizerConfig,
+    configJson: config,
+    warnings,
+  };
+}

@@ -1,0 +1,187 @@
+// Turns a model id into a local folder: a folder on disk is used as it is; a hub id is downloaded into a cache laid
+// out like huggingface_hub's (models--org--name/snapshots/<commit>/...), so Python tools and this server share it.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, rmSync } from "node:fs";
+import { dirname, join, relative, resolve as resolvePath } from "node:path";
+import { homedir } from "node:os";
+import type { Dtype } from "../config";
+import { ModelLoadError } from "../errors";
+import { log } from "../log";
+import { chooseOnnxFile, externalDataFiles, METADATA_FILES } from "./layout";
+
+export interface HubSettings {
+  /** Hub base URL (HF_ENDPOINT), e.g. https://huggingface.co. */
+  endpoint: string;
+  token: string | null;
+  offline: boolean;
+  cacheDir: string;
+  /** Progress output; a TTY gets a redrawn bar, anything else a line per file. */
+  progress: (msg: string, done: boolean) => void;
+}
+
+export interface ResolvedModel {
+  dir: string;
+  /** Every file path in the repository (or folder), relative, with forward slashes. */
+  files: string[];
+  source: "local" | "hub" | "cache";
+}
+
+/** Reads the hub settings from the environment once, at the edge (cli.ts). */
+export function hubSettingsFromEnv(env: Record<string, string | undefined>, cacheDirOption: string | null): HubSettings {
+  const hfHome = env.HF_HOME ?? join(env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "huggingface");
+  const cacheDir = cacheDirOption ?? env.INFINITY_HOME ?? env.HF_HUB_CACHE ?? join(hfHome, "hub");
+  const truthy = (v: string | undefined) => !!v && ["1", "true", "yes", "on"].includes(v.toLowerCase());
+  const tty = process.stderr.isTTY;
+  return {
+    endpoint: (env.HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, ""),
+    token: env.HF_TOKEN ?? env.HUGGING_FACE_HUB_TOKEN ?? null,
+    offline: truthy(env.HF_HUB_OFFLINE) || truthy(env.TRANSFORMERS_OFFLINE),
+    cacheDir,
+    progress: (msg, done) => {
+      if (tty) process.stderr.write(`\r\x1b[2K${msg}${done ? "\n" : ""}`);
+      else if (done) process.stderr.write(msg + "\n");
+    },
+  };
+}
+
+function listFolder(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      if (entry.name.startsWith(".")) continue;
+      const full = join(d, entry.name);
+      // Snapshot folders of huggingface_hub hold symlinks to blobs: follow them.
+      const isDir = entry.isDirectory() || (entry.isSymbolicLink() && statSync(full).isDirectory());
+      if (isDir) walk(full);
+      else out.push(relative(dir, full).split("\\").join("/"));
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+export function looksLikeLocalPath(modelId: string): boolean {
+  return modelId.startsWith("/") || modelId.startsWith("./") || modelId.startsWith("../") || modelId.startsWith("~") || existsSync(modelId);
+}
+
+/** Which repository files a model needs: metadata, module configs, the ONNX file for the dtype and its data. */
+export function filesToFetch(repoFiles: readonly string[], dtype: Dtype): string[] {
+  const wanted = new Set<string>();
+  const have = new Set(repoFiles);
+  for (const f of METADATA_FILES) if (have.has(f)) wanted.add(f);
+  for (const f of repoFiles) {
+    // Pooling / Normalize / Dense module configs of sentence-transformers live in numbered folders.
+    if (/^\d+_[^/]+\/config\.json$/.test(f) || /^[^/]+\/sentence_bert_config\.json$/.test(f)) wanted.add(f);
+  }
+  const { file } = chooseOnnxFile(repoFiles, dtype);
+  wanted.add(file);
+  for (const f of externalDataFiles(file, repoFiles)) wanted.add(f);
+  return [...wanted];
+}
+
+function repoFolder(cacheDir: string, modelId: string): string {
+  return join(cacheDir, `models--${modelId.replace(/\//g, "--")}`);
+}
+
+async function hubFetch(settings: HubSettings, url: string): Promise<Response> {
+  const headers: Record<string, string> = { "user-agent": "infinity-bun/0.1" };
+  if (settings.token) headers.authorization = `Bearer ${settings.token}`;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers, redirect: "follow" });
+  } catch (e) {
+    throw new ModelLoadError(
+      `cannot reach the hub at ${settings.endpoint} (${(e as Error).message}); set HF_HUB_OFFLINE=1 to use the cache only, or pass a local folder`,
+    );
+  }
+  if (res.status === 401 || res.status === 403) throw new ModelLoadError(`hub refused ${url} (${res.status}): gated or private model? set HF_TOKEN`);
+  if (res.status === 404) throw new ModelLoadError(`not found on the hub: ${url}`);
+  if (!res.ok) throw new ModelLoadError(`hub answered ${res.status} for ${url}`);
+  return res;
+}
+
+async function download(settings: HubSettings, url: string, dest: string, label: string): Promise<void> {
+  const res = await hubFetch(settings, url);
+  mkdirSync(dirname(dest), { recursive: true });
+  const total = Number(res.headers.get("content-length") ?? 0);
+  const tmp = `${dest}.incomplete-${process.pid}`;
+  const writer = Bun.file(tmp).writer();
+  let done = 0;
+  let lastDraw = 0;
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      writer.write(chunk);
+      done += chunk.byteLength;
+      const now = Date.now();
+      if (now - lastDraw > 200) {
+        lastDraw = now;
+        settings.progress(progressLine(label, done, total), false);
+      }
+    }
+    await writer.end();
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw new ModelLoadError(`download of ${url} broke off: ${(e as Error).message}`);
+  }
+  if (total && done !== total) {
+    rmSync(tmp, { force: true });
+    throw new ModelLoadError(`download of ${url} is incomplete: ${done} of ${total} bytes`);
+  }
+  renameSync(tmp, dest);
+  settings.progress(progressLine(label, done, total || done), true);
+}
+
+export function progressLine(label: string, done: number, total: number): string {
+  const mb = (n: number) => (n / 1048576).toFixed(1);
+  if (!total) return `downloading ${label} ${mb(done)} MB`;
+  const frac = Math.min(1, done / total);
+  const width = 24;
+  const filled = Math.round(frac * width);
+  return `downloading ${label} [${"#".repeat(filled)}${"-".repeat(width - filled)}] ${(frac * 100).toFixed(0)}% ${mb(done)}/${mb(total)} MB`;
+}
+
+/** Resolves a model id to a folder, downloading what it needs from the hub into the cache. */
+export async function resolveModel(modelId: string, revision: string, dtype: Dtype, settings: HubSettings): Promise<ResolvedModel> {
+  if (looksLikeLocalPath(modelId)) {
+    const dir = resolvePath(modelId.startsWith("~") ? join(homedir(), modelId.slice(1)) : modelId);
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ModelLoadError(`model folder not found: ${dir}`);
+    return { dir, files: listFolder(dir), source: "local" };
+  }
+  if (!/^[\w.-]+(\/[\w.-]+)?$/.test(modelId)) {
+    throw new ModelLoadError(`"${modelId}" is neither an existing folder nor a hub id (org/name)`);
+  }
+  const repo = repoFolder(settings.cacheDir, modelId);
+  const refFile = join(repo, "refs", revision);
+
+  // Offline, or a pinned commit already cached: serve from the cache without asking the hub.
+  const cachedCommit = existsSync(refFile) ? readFileSync(refFile, "utf8").trim() : /^[0-9a-f]{40}$/.test(revision) ? revision : null;
+  if (settings.offline) {
+    if (!cachedCommit || !existsSync(join(repo, "snapshots", cachedCommit))) {
+      throw new ModelLoadError(`HF_HUB_OFFLINE is set and ${modelId}@${revision} is not in the cache at ${settings.cacheDir}`);
+    }
+    const dir = join(repo, "snapshots", cachedCommit);
+    const files = listFolder(dir);
+    chooseOnnxFile(files, dtype); // a clear error if the cached snapshot lacks the dtype's file
+    return { dir, files, source: "cache" };
+  }
+
+  const info = (await (await hubFetch(settings, `${settings.endpoint}/api/models/${modelId}/revision/${encodeURIComponent(revision)}`)).json()) as {
+    sha?: string;
+    siblings?: { rfilename: string }[];
+  };
+  const commit = info.sha;
+  const repoFiles = (info.siblings ?? []).map((s) => s.rfilename);
+  if (!commit || repoFiles.length === 0) throw new ModelLoadError(`hub returned no file list for ${modelId}@${revision}`);
+  const snapshot = join(repo, "snapshots", commit);
+  const needed = filesToFetch(repoFiles, dtype);
+  for (const file of needed) {
+    const dest = join(snapshot, file);
+    if (existsSync(dest)) continue;
+    const url = `${settings.endpoint}/${modelId}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`;
+    await download(settings, url, dest, `${modelId}/${file}`);
+  }
+  mkdirSync(dirname(refFile), { recursive: true });
+  writeFileSync(refFile, commit);
+  log.info("model files ready", { model: modelId, revision, commit, files: needed.length });
+  // The layout reads what the repository lists, but only downloaded files exist locally.
+  return { dir: snapshot, files: listFolder(snapshot), source: "hub" };
+}

@@ -1,0 +1,175 @@
+// One onnxruntime session: execution provider choice with CPU fallback, thread settings, and feeding the session
+// exactly the inputs it declares, in the integer type it declares. Knows nothing of requests.
+import * as ort from "onnxruntime-node";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
+import { log } from "../log";
+import { ModelLoadError } from "../errors";
+
+export interface SessionSettings {
+  device: string;
+  numThreads: number;
+}
+
+/** A padded batch as flat row-major int32 arrays; the session converts to what the model declares. */
+export interface BatchTensors {
+  batch: number;
+  seqLen: number;
+  inputIds: Int32Array;
+  attentionMask: Int32Array;
+  tokenTypeIds: Int32Array | null;
+}
+
+export interface OutputTensor {
+  name: string;
+  data: Float32Array;
+  dims: number[];
+}
+
+const PROVIDER_OF_DEVICE: Record<string, string> = {
+  cpu: "cpu", cuda: "cuda", tensorrt: "tensorrt", coreml: "coreml", dml: "dml", webgpu: "webgpu",
+};
+
+/** Whether the CUDA provider's shared library was installed next to the addon (ONNXRUNTIME_NODE_INSTALL=cuda12). */
+function cudaInstalled(): boolean {
+  try {
+    const req = createRequire(import.meta.url);
+    const root = dirname(req.resolve("onnxruntime-node/package.json"));
+    return existsSync(join(root, "bin", "napi-v6", process.platform, process.arch, "libonnxruntime_providers_cuda.so"));
+  } catch {
+    return false;
+  }
+}
+
+/** Providers to try, in order, for a --device value. "auto" picks a GPU provider only where one is installed. */
+export function providerOrder(device: string, platform = process.platform, hasCuda = cudaInstalled): string[] {
+  if (device === "auto") {
+    if (platform === "darwin") return ["coreml", "cpu"];
+    if (platform === "win32") return ["dml", "cpu"];
+    return hasCuda() ? ["cuda", "cpu"] : ["cpu"];
+  }
+  const p = PROVIDER_OF_DEVICE[device];
+  return p && p !== "cpu" ? [p, "cpu"] : ["cpu"];
+}
+
+function isInt64(meta: ort.InferenceSession.ValueMetadata | undefined): boolean {
+  return !meta || !meta.isTensor || meta.type === "int64";
+}
+
+export class ModelSession {
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    readonly provider: string,
+    readonly inputNames: readonly string[],
+    readonly outputNames: readonly string[],
+    private readonly int64Inputs: ReadonlySet<string>,
+  ) {}
+
+  static async create(path: string, settings: SessionSettings): Promise<ModelSession> {
+    const order = providerOrder(settings.device);
+    let lastError: unknown;
+    for (const provider of order) {
+      try {
+        const session = await ort.InferenceSession.create(path, {
+          executionProviders: [provider],
+          intraOpNumThreads: settings.numThreads,
+          // One run at a time per session: inter-op parallelism only adds contention.
+          interOpNumThreads: 1,
+          executionMode: "sequential",
+          graphOptimizationLevel: "all",
+          enableCpuMemArena: true,
+          enableMemPattern: true,
+        });
+        if (provider !== order[0]) {
+          log.warn(`execution provider ${order[0]} unavailable; fell back to ${provider}`, { model: path, reason: String((lastError as Error)?.message ?? lastError) });
+        }
+        const int64 = new Set<string>();
+        session.inputNames.forEach((name, i) => {
+          if (isInt64(session.inputMetadata?.[i])) int64.add(name);
+        });
+        return new ModelSession(session, provider, session.inputNames, session.outputNames, int64);
+      } catch (e) {
+        lastError = e;
+      }
+    }
+    throw new ModelLoadError(`onnxruntime could not load ${path}: ${(lastError as Error)?.message ?? lastError}`);
+  }
+
+  hasInput(name: string): boolean {
+    return this.inputNames.includes(name);
+  }
+
+  private tensor(name: string, data: Int32Array, dims: number[]): ort.Tensor {
+    if (!this.int64Inputs.has(name)) return new ort.Tensor("int32", data, dims);
+    // Widen through a 32-bit view of the int64 buffer (little-endian): no BigInt per element.
+    const wide = new BigInt64Array(data.length);
+    const halves = new Int32Array(wide.buffer);
+    for (let i = 0; i < data.length; i++) {
+      const v = data[i]!;
+      halves[2 * i] = v;
+      halves[2 * i + 1] = v < 0 ? -1 : 0;
+    }
+    return new ort.Tensor("int64", wide, dims);
+  }
+
+  /** Runs one padded batch and returns the requested output as float32. */
+  async run(t: BatchTensors, outputName: string): Promise<OutputTensor> {
+    const dims = [t.batch, t.seqLen];
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const name of this.inputNames) {
+      switch (name) {
+        case "input_ids":
+          feeds[name] = this.tensor(name, t.inputIds, dims);
+          break;
+        case "attention_mask":
+          feeds[name] = this.tensor(name, t.attentionMask, dims);
+          break;
+        case "token_type_ids":
+          feeds[name] = this.tensor(name, t.tokenTypeIds ?? new Int32Array(t.inputIds.length), dims);
+          break;
+        case "position_ids": {
+          const pos = new Int32Array(t.inputIds.length);
+          for (let b = 0; b < t.batch; b++) for (let s = 0; s < t.seqLen; s++) pos[b * t.seqLen + s] = s;
+          feeds[name] = this.tensor(name, pos, dims);
+          break;
+        }
+        default:
+          throw new ModelLoadError(`the ONNX model declares an input "${name}" this server cannot feed`);
+      }
+    }
+    const out = await this.session.run(feeds, [outputName]);
+    const tensor = out[outputName]!;
+    const result = { name: outputName, data: toFloat32(tensor), dims: tensor.dims.slice() };
+    tensor.dispose?.();
+    return result;
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+/** float16 outputs (model_fp16.onnx) arrive as Float16Array or raw uint16 halves depending on the runtime. */
+export function toFloat32(tensor: ort.Tensor): Float32Array {
+  const data = tensor.data as unknown;
+  if (data instanceof Float32Array) return data;
+  if (data instanceof Uint16Array && tensor.type === "float16") return halfToFloat(data);
+  if (ArrayBuffer.isView(data) && !(data instanceof DataView) && !(data instanceof BigInt64Array) && !(data instanceof BigUint64Array)) {
+    return Float32Array.from(data as unknown as ArrayLike<number>);
+  }
+  throw new ModelLoadError(`unsupported output type ${tensor.type}`);
+}
+
+export function halfToFloat(h: Uint16Array): Float32Array {
+  const out = new Float32Array(h.length);
+  for (let i = 0; i < h.length; i++) {
+    const x = h[i]!;
+    const sign = x & 0x8000 ? -1 : 1;
+    const exp = (x >> 10) & 0x1f;
+    const frac = x & 0x3ff;
+    out[i] =
+      exp === 0 ? sign * frac * 2 ** -24 : exp === 31 ? (frac ? NaN : sign * Infinity) : sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+  return out;
+}

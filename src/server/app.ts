@@ -1,0 +1,107 @@
+// Elysia wiring: body parsing and limits, CORS, auth, the one error shape, request metrics and logs, and the
+// routes. API routes live under --url-prefix (each also under /v1); /health and /metrics stay public at the root.
+import { Elysia } from "elysia";
+import { BadBody, PayloadTooLarge, RouteNotFound } from "../errors";
+import { isDebug, log } from "../log";
+import { checkApiKey } from "./auth";
+import type { ServerContext } from "./context";
+import { errorResponse, toErrorReply } from "./errors";
+import { classifyRoutes } from "./routes/classify";
+import { embeddingsRoutes } from "./routes/embeddings";
+import { healthRoutes } from "./routes/health";
+import { modelsRoutes } from "./routes/models";
+import { rerankRoutes } from "./routes/rerank";
+import { docsRoutes } from "./routes/docs";
+
+const started = new WeakMap<Request, number>();
+
+function isJsonType(contentType: string): boolean {
+  const type = contentType.split(";")[0]!.trim().toLowerCase();
+  return type === "" || type === "application/json" || type.endsWith("+json") || type === "text/plain";
+}
+
+/** Reads a JSON body with the size limit enforced on the bytes actually received. */
+async function parseJsonBody(request: Request, limit: number): Promise<unknown> {
+  const contentType = request.headers.get("content-type") ?? "";
+  if (!isJsonType(contentType)) {
+    throw new BadBody(`Content-Type must be application/json, got "${contentType}"`, true);
+  }
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  if (declared > limit) throw new PayloadTooLarge(`request body of ${declared} bytes is over the ${limit}-byte limit`);
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.byteLength > limit) throw new PayloadTooLarge(`request body of ${bytes.byteLength} bytes is over the ${limit}-byte limit`);
+  if (bytes.byteLength === 0) throw new BadBody("request body is empty; send a JSON object");
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new BadBody("request body is not valid UTF-8");
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new BadBody(`request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function corsHeaders(ctx: ServerContext, origin: string | null): Record<string, string> | null {
+  const { permissiveCors, corsOrigins } = ctx.config;
+  if (!origin || (!permissiveCors && !corsOrigins.includes(origin))) return null;
+  return {
+    "access-control-allow-origin": permissiveCors && !corsOrigins.length ? "*" : origin,
+    "access-control-allow-methods": "GET, POST, OPTIONS",
+    "access-control-allow-headers": "authorization, content-type",
+    "access-control-expose-headers": "x-queue-time-ms, x-inference-time-ms, x-total-time-ms, retry-after",
+    "access-control-max-age": "600",
+    vary: "Origin",
+  };
+}
+
+export function createApp(ctx: ServerContext) {
+  const { config, metrics } = ctx;
+  const prefix = config.urlPrefix;
+  const apiKeys = config.apiKeys;
+
+  const api = (base: string) =>
+    new Elysia({ prefix: base })
+      .onBeforeHandle(({ request }) => {
+        if (apiKeys.length) checkApiKey(request.headers.get("authorization"), apiKeys);
+      })
+      .use(embeddingsRoutes(ctx))
+      .use(rerankRoutes(ctx))
+      .use(classifyRoutes(ctx))
+      .use(modelsRoutes(ctx));
+
+  const app = new Elysia()
+    .onRequest(({ request, set }) => {
+      started.set(request, performance.now());
+      const cors = corsHeaders(ctx, request.headers.get("origin"));
+      if (cors) Object.assign(set.headers, cors);
+      if (request.method === "OPTIONS") {
+        return new Response(null, { status: cors ? 204 : 403, headers: cors ?? {} });
+      }
+    })
+    .onParse(async ({ request }) => parseJsonBody(request, config.maxRequestBytes))
+    .onError(({ error, code, set }) => {
+      const reply = toErrorReply(code === "NOT_FOUND" ? new RouteNotFound("no such route") : error, code);
+      set.status = reply.status;
+      const response = errorResponse(reply);
+      for (const [k, v] of Object.entries(set.headers)) if (typeof v === "string" && !response.headers.has(k)) response.headers.set(k, v);
+      return response;
+    })
+    .onAfterResponse(({ request, route, set, path }) => {
+      const t0 = started.get(request);
+      const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;
+      const status = typeof set.status === "number" ? set.status : 200;
+      const routeLabel = route || "unmatched";
+      metrics.requests.inc({ route: routeLabel, method: request.method, status: String(status) });
+      metrics.requestSeconds.observe({ route: routeLabel }, seconds);
+      if (isDebug()) log.debug("request", { method: request.method, path, status, ms: +(seconds * 1000).toFixed(2) });
+    })
+    .use(healthRoutes(ctx))
+    .use(docsRoutes(ctx))
+    .use(api(prefix));
+  // OpenAI clients use a base URL ending in /v1: serve the API there too.
+  if (!prefix.endsWith("/v1")) app.use(api(`${prefix}/v1`));
+  return app;
+}

@@ -1,0 +1,24 @@
+// What every route needs: configuration, the model registry and the metrics, passed explicitly.
+import type { ServerConfig } from "../config";
+import type { Registry } from "../engine/registry";
+import type { Metrics } from "../metrics";
+
+export interface ServerContext {
+  config: ServerConfig;
+  registry: Registry;
+  metrics: Metrics;
+  /** Set on SIGTERM/SIGINT: /health answers 503 so load balancers stop sending traffic. */
+  shuttingDown: boolean;
+}
+
+/** OpenAI-style response ids and timestamps. */
+export function responseMeta(prefix: string): { id: string; created: number } {
+  return { id: `${prefix}-${crypto.randomUUID()}`, created: Math.floor(Date.now() / 1000) };
+}
+
+/** Timing headers every inference response carries. */
+export function timingHeaders(set: { headers: Record<string, string | number> }, queueMs: number, inferenceMs: number, totalMs: number): void {
+  set.headers["x-queue-time-ms"] = queueMs.toFixed(2);
+  set.headers["x-inference-time-ms"] = inferenceMs.toFixed(2);
+  set.headers["x-total-time-ms"] = totalMs.toFixed(2);
+}

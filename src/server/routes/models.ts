@@ -1,0 +1,36 @@
+// GET /models (OpenAI list, with each model's capabilities and limits).
+import { Elysia } from "elysia";
+import { capabilitiesOf } from "../../engine/registry";
+import type { ServerContext } from "../context";
+import { ModelsResponse } from "../schemas";
+
+const started = Math.floor(Date.now() / 1000);
+
+export function modelsRoutes(ctx: ServerContext) {
+  return new Elysia().get(
+    "/models",
+    () => ({
+      object: "list" as const,
+      data: ctx.registry.list().map((m) => ({
+        id: m.name,
+        object: "model" as const,
+        created: started,
+        owned_by: "infinity",
+        capabilities: capabilitiesOf(m.task),
+        task: m.task,
+        backend: `onnxruntime/${m.provider}`,
+        model_id: m.config.modelId,
+        dtype: m.layout.dtype,
+        max_length: m.layout.maxLength,
+        dimensions: m.task === "embed" ? m.layout.hiddenSize : null,
+        pooling: m.task === "embed" ? m.layout.pooling : null,
+        labels: m.layout.labels,
+        batch_size: m.engine.batchLimits.maxBatchSize,
+        max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
+        memory_bytes: m.memoryBytes,
+        state: m.engine.state,
+      })),
+    }),
+    { response: { 200: ModelsResponse }, detail: { summary: "List served models", tags: ["models"] } },
+  );
+}

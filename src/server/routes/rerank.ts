@@ -1,0 +1,52 @@
+// POST /rerank (Cohere / Infinity shape).
+import { Elysia } from "elysia";
+import { InvalidInput } from "../../errors";
+import type { ServedModel } from "../../engine/registry";
+import { rankResults } from "../../tasks/rerank";
+import { responseMeta, timingHeaders, type ServerContext } from "../context";
+import { RerankRequest, RerankResponse } from "../schemas";
+import { checkCount, checkText } from "../validate";
+
+type RerankModel = Extract<ServedModel, { task: "rerank" }>;
+
+export function rerankRoutes(ctx: ServerContext) {
+  return new Elysia().post(
+    "/rerank",
+    async ({ body, request, set }) => {
+      const t0 = performance.now();
+      const model = ctx.registry.lookup(body.model, "rerank") as RerankModel;
+      checkText(body.query, "query", ctx.config);
+      if (body.documents.length === 0) throw new InvalidInput("`documents` must not be an empty list", "documents");
+      checkCount(body.documents.length, "documents", ctx.config);
+      const docs = body.documents.map((d, i) => {
+        const text = typeof d === "string" ? d : d.text;
+        checkText(text, `documents[${i}]`, ctx.config);
+        return text;
+      });
+      if (body.top_n !== undefined && body.top_n < 1) throw new InvalidInput(`\`top_n\` must be at least 1, got ${body.top_n}`, "top_n");
+      const encoded = await model.encode(docs, docs.map(() => body.query));
+      const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
+      let tokens = 0;
+      for (const e of encoded) tokens += e.ids.length;
+      const ranked = rankResults(results, body.top_n, body.raw_scores === true);
+      timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+      return {
+        object: "rerank" as const,
+        results: ranked.map((r) => ({
+          relevance_score: r.score,
+          index: r.index,
+          ...(body.return_documents ? { document: { text: docs[r.index]! } } : {}),
+        })),
+        model: model.name,
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+        ...responseMeta("rerank"),
+        meta: { billed_units: { search_units: 1 } },
+      };
+    },
+    {
+      body: RerankRequest,
+      response: { 200: RerankResponse },
+      detail: { summary: "Rerank documents against a query (Cohere-compatible)", tags: ["rerank"] },
+    },
+  );
+}

@@ -1,0 +1,60 @@
+// Starts the whole server from a validated Config: listen first (so /health answers 503 while models load),
+// then load models; graceful shutdown drains every engine before the process exits.
+import type { ServerConfig } from "../config";
+import { Registry } from "../engine/registry";
+import { log } from "../log";
+import { Metrics } from "../metrics";
+import type { HubSettings } from "../model/resolve";
+import { TokenizerPool } from "../tokenize/pool";
+import { createApp } from "./app";
+import type { ServerContext } from "./context";
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  ctx: ServerContext;
+  /** Resolves once every model is loaded; rejects with the first load failure. */
+  loaded: Promise<void>;
+  /** Stops accepting, lets queued work finish (bounded by the shutdown timeout), then closes. */
+  shutdown(): Promise<void>;
+}
+
+export function startServer(config: ServerConfig, hub: HubSettings): RunningServer {
+  const metrics = new Metrics();
+  const pool = new TokenizerPool(config.tokenizerWorkers);
+  const registry = new Registry(pool, metrics);
+  const ctx: ServerContext = { config, registry, metrics, shuttingDown: false };
+  const app = createApp(ctx);
+  app.listen({
+    hostname: config.host,
+    port: config.port,
+    // A backstop for bodies without Content-Length; the JSON parser enforces the limit with a clear error first.
+    maxRequestBodySize: config.maxRequestBytes + 1024 * 1024,
+  });
+  const server = app.server!;
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+  log.info("listening", { url: `http://${config.host}:${server.port}`, prefix: config.urlPrefix || "/" });
+
+  const loaded = registry.loadAll(config.models, hub);
+  let closing: Promise<void> | null = null;
+
+  const shutdown = (): Promise<void> => {
+    if (closing) return closing;
+    ctx.shuttingDown = true;
+    closing = (async () => {
+      registry.drain();
+      const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownTimeoutSeconds * 1000).unref?.());
+      const result = await Promise.race([registry.idle().then(() => "idle" as const), timeout]);
+      if (result === "timeout") log.warn("shutdown timeout reached with work still queued");
+      // Let responses of the last batch be written, then close idle keep-alive connections too.
+      await Promise.race([server.stop(false), Bun.sleep(2000)]);
+      await server.stop(true);
+      await registry.close();
+      pool.close();
+      log.info("stopped");
+    })();
+    return closing;
+  };
+  return { url, port: server.port!, ctx, loaded, shutdown };
+}

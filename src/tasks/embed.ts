@@ -1,0 +1,92 @@
+// Embeddings: pooling of token states (one function), L2 normalisation, Matryoshka truncation, base64 encoding.
+import type { Pooling } from "../model/layout";
+import type { OutputTensor } from "../model/session";
+import { InvalidInput } from "../errors";
+import { pickOutput, type TaskReader } from "./task";
+
+/**
+ * Pools row b of a [batch, seq, hidden] tensor over its first `length` tokens (right padding), with
+ * sentence-transformers semantics. `skip` leading tokens are left out (prompts when include_prompt is false).
+ */
+export function pool(hidden: Float32Array, dims: readonly number[], b: number, length: number, method: Pooling, skip = 0): Float32Array {
+  const seq = dims[1]!;
+  const h = dims[2]!;
+  const base = b * seq * h;
+  const out = new Float32Array(h);
+  const from = Math.min(skip, Math.max(0, length - 1));
+  switch (method) {
+    case "cls":
+      out.set(hidden.subarray(base, base + h));
+      return out;
+    case "last":
+      out.set(hidden.subarray(base + (length - 1) * h, base + length * h));
+      return out;
+    case "max": {
+      out.fill(-Infinity);
+      for (let s = from; s < length; s++) {
+        const o = base + s * h;
+        for (let j = 0; j < h; j++) if (hidden[o + j]! > out[j]!) out[j] = hidden[o + j]!;
+      }
+      return out;
+    }
+    case "mean":
+    case "mean_sqrt_len":
+    case "weighted_mean": {
+      let weightSum = 0;
+      for (let s = from; s < length; s++) {
+        const w = method === "weighted_mean" ? s + 1 : 1;
+        weightSum += w;
+        const o = base + s * h;
+        for (let j = 0; j < h; j++) out[j]! += w * hidden[o + j]!;
+      }
+      const div = method === "mean_sqrt_len" ? Math.sqrt(length - from) : weightSum;
+      for (let j = 0; j < h; j++) out[j]! /= div;
+      return out;
+    }
+  }
+}
+
+export function l2normalize(v: Float32Array): Float32Array {
+  let sum = 0;
+  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!;
+  const norm = Math.sqrt(sum);
+  // sentence-transformers / torch clamp the norm at 1e-12.
+  const inv = 1 / Math.max(norm, 1e-12);
+  for (let i = 0; i < v.length; i++) v[i]! *= inv;
+  return v;
+}
+
+export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0): TaskReader<Float32Array> {
+  return {
+    outputName: (names) => pickOutput(names, ["last_hidden_state", "token_embeddings", "sentence_embedding", "text_embeds"]),
+    read(out: OutputTensor, lengths) {
+      const rows: Float32Array[] = new Array(lengths.length);
+      if (out.dims.length === 2) {
+        // Already pooled by the export (sentence_embedding).
+        const h = out.dims[1]!;
+        for (let b = 0; b < lengths.length; b++) rows[b] = out.data.slice(b * h, (b + 1) * h);
+        return rows;
+      }
+      const skip = skipTokens();
+      for (let b = 0; b < lengths.length; b++) rows[b] = pool(out.data, out.dims, b, lengths[b]!, pooling, skip);
+      return rows;
+    },
+  };
+}
+
+/** What the API returns for one pooled vector: Matryoshka truncation, then L2 normalisation. */
+export function finishEmbedding(v: Float32Array, dimensions: number | undefined): Float32Array {
+  if (dimensions !== undefined) {
+    if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > v.length) {
+      throw new InvalidInput(`dimensions must be an integer between 1 and ${v.length} for this model, got ${dimensions}`, "dimensions");
+    }
+    v = v.slice(0, dimensions);
+  }
+  return l2normalize(v);
+}
+
+/** OpenAI's base64 format: the little-endian float32 bytes of the vector. */
+export function toBase64(v: Float32Array): string {
+  // Float32Array is little-endian on every platform Bun runs on.
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
+}

@@ -1,0 +1,17 @@
+// Messages between the tokenizer pool and its workers.
+export type WorkerRequest =
+  | { type: "load"; id: number; key: string; tokenizerJson: unknown; tokenizerConfig: Record<string, unknown>; maxLength: number }
+  | {
+      type: "encode";
+      id: number;
+      key: string;
+      /** Texts to encode; with `pairs`, the second sequence of each pair (documents). */
+      texts: string[];
+      /** First sequences of pairs (queries), same length as texts. */
+      pairs?: string[];
+    };
+
+export type WorkerResponse =
+  | { id: number; ok: true; ids?: undefined; typeIds?: undefined; offsets?: undefined }
+  | { id: number; ok: true; ids: Int32Array; typeIds: Int32Array | null; offsets: Int32Array }
+  | { id: number; ok: false; error: string };

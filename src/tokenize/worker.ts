@@ -1,0 +1,54 @@
+// Tokenizer worker entry: holds one Encoder per model and encodes batches of texts off the HTTP event loop.
+import { Encoder } from "./encode";
+import type { WorkerRequest, WorkerResponse } from "./protocol";
+
+declare const self: Worker;
+
+const encoders = new Map<string, Encoder>();
+
+function handle(msg: WorkerRequest): WorkerResponse {
+  if (msg.type === "load") {
+    encoders.set(msg.key, new Encoder(msg.tokenizerJson, msg.tokenizerConfig, msg.maxLength));
+    return { id: msg.id, ok: true };
+  }
+  const encoder = encoders.get(msg.key);
+  if (!encoder) throw new Error(`tokenizer ${msg.key} is not loaded in this worker`);
+  const n = msg.texts.length;
+  const parts = new Array(n);
+  let total = 0;
+  let anyTypes = false;
+  for (let i = 0; i < n; i++) {
+    const e = msg.pairs ? encoder.encodePair(msg.pairs[i]!, msg.texts[i]!) : encoder.encode(msg.texts[i]!);
+    parts[i] = e;
+    total += e.ids.length;
+    if (e.typeIds) anyTypes = true;
+  }
+  // One flat buffer per batch, transferred rather than copied.
+  const ids = new Int32Array(total);
+  const typeIds = anyTypes ? new Int32Array(total) : null;
+  const offsets = new Int32Array(n + 1);
+  let o = 0;
+  for (let i = 0; i < n; i++) {
+    const e = parts[i];
+    ids.set(e.ids, o);
+    if (typeIds && e.typeIds) typeIds.set(e.typeIds, o);
+    o += e.ids.length;
+    offsets[i + 1] = o;
+  }
+  return { id: msg.id, ok: true, ids, typeIds, offsets };
+}
+
+self.onmessage = (event: MessageEvent<WorkerRequest>) => {
+  const msg = event.data;
+  try {
+    const res = handle(msg);
+    const transfer: ArrayBuffer[] = [];
+    if ("ids" in res && res.ids) {
+      transfer.push(res.ids.buffer as ArrayBuffer, res.offsets!.buffer as ArrayBuffer);
+      if (res.typeIds) transfer.push(res.typeIds.buffer as ArrayBuffer);
+    }
+    self.postMessage(res, transfer);
+  } catch (e) {
+    self.postMessage({ id: msg.id, ok: false, error: (e as Error).message } satisfies WorkerResponse);
+  }
+};
