@@ -316,7 +316,7 @@ export function buildConfig(src: Sources): ServerConfig {
   }
 
   const port = server("port") as number;
-  if (port < 1 || port > 65535) throw new ConfigError(`--port must be between 1 and 65535, got ${port}`);
+  if (port > 65535) throw new ConfigError(`--port must be between 0 (any free port) and 65535, got ${port}`);
   let urlPrefix = String(server("url-prefix") ?? "").trim();
   if (urlPrefix && !urlPrefix.startsWith("/")) urlPrefix = "/" + urlPrefix;
   urlPrefix = urlPrefix.replace(/\/+$/, "");

@@ -164,7 +164,8 @@ export class Engine<R> {
   }
 
   private pump(): void {
-    if (this.running || this.state !== "ready") return;
+    // A broken engine keeps trying: a success makes it ready again.
+    if (this.running || (this.state !== "ready" && this.state !== "broken")) return;
     const batch = this.prepared ? this.topUp(this.prepared) : this.cut();
     this.prepared = null;
     if (!batch) {

@@ -1,10 +1,10 @@
 // Elysia wiring: body parsing and limits, CORS, auth, the one error shape, request metrics and logs, and the
 // routes. API routes live under --url-prefix (each also under /v1); /health and /metrics stay public at the root.
-import { Elysia } from "elysia";
-import { BadBody, PayloadTooLarge, RouteNotFound } from "../errors";
+
+import { BadBody, InfinityError, PayloadTooLarge, RouteNotFound } from "../errors";
 import { isDebug, log } from "../log";
 import { checkApiKey } from "./auth";
-import type { ServerContext } from "./context";
+import { router, type ServerContext } from "./context";
 import { errorResponse, toErrorReply } from "./errors";
 import { classifyRoutes } from "./routes/classify";
 import { embeddingsRoutes } from "./routes/embeddings";
@@ -63,7 +63,7 @@ export function createApp(ctx: ServerContext) {
   const apiKeys = config.apiKeys;
 
   const api = (base: string) =>
-    new Elysia({ prefix: base })
+    router(base)
       .onBeforeHandle(({ request }) => {
         if (apiKeys.length) checkApiKey(request.headers.get("authorization"), apiKeys);
       })
@@ -72,7 +72,7 @@ export function createApp(ctx: ServerContext) {
       .use(classifyRoutes(ctx))
       .use(modelsRoutes(ctx));
 
-  const app = new Elysia()
+  const app = router()
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
       const cors = corsHeaders(ctx, request.headers.get("origin"));
@@ -83,7 +83,11 @@ export function createApp(ctx: ServerContext) {
     })
     .onParse(async ({ request }) => parseJsonBody(request, config.maxRequestBytes))
     .onError(({ error, code, set }) => {
-      const reply = toErrorReply(code === "NOT_FOUND" ? new RouteNotFound("no such route") : error, code);
+      // Elysia wraps what the body parser throws in a ParseError; the typed cause says what was wrong.
+      const cause = code === "PARSE" ? (error as Error).cause : undefined;
+      const reply = cause instanceof InfinityError
+        ? toErrorReply(cause)
+        : toErrorReply(code === "NOT_FOUND" ? new RouteNotFound("no such route") : error, code);
       set.status = reply.status;
       const response = errorResponse(reply);
       for (const [k, v] of Object.entries(set.headers)) if (typeof v === "string" && !response.headers.has(k)) response.headers.set(k, v);
@@ -101,7 +105,14 @@ export function createApp(ctx: ServerContext) {
     .use(healthRoutes(ctx))
     .use(docsRoutes(ctx))
     .use(api(prefix));
-  // OpenAI clients use a base URL ending in /v1: serve the API there too.
+  // OpenAI clients use a base URL ending in /v1: serve the API there too. Cohere's v2 client posts /v2/rerank.
   if (!prefix.endsWith("/v1")) app.use(api(`${prefix}/v1`));
+  app.use(
+    router(`${prefix}/v2`)
+      .onBeforeHandle(({ request }) => {
+        if (apiKeys.length) checkApiKey(request.headers.get("authorization"), apiKeys);
+      })
+      .use(rerankRoutes(ctx)),
+  );
   return app;
 }

@@ -1,4 +1,5 @@
 // What every route needs: configuration, the model registry and the metrics, passed explicitly.
+import { Elysia } from "elysia";
 import type { ServerConfig } from "../config";
 import type { Registry } from "../engine/registry";
 import type { Metrics } from "../metrics";
@@ -21,4 +22,12 @@ export function timingHeaders(set: { headers: Record<string, string | number> },
   set.headers["x-queue-time-ms"] = queueMs.toFixed(2);
   set.headers["x-inference-time-ms"] = inferenceMs.toFixed(2);
   set.headers["x-total-time-ms"] = totalMs.toFixed(2);
+}
+
+/**
+ * Every Elysia instance of the server. `normalize: false` keeps request bodies exactly as sent: Elysia's
+ * normalisation would otherwise coerce a string where an array is expected into an array of its characters.
+ */
+export function router(prefix?: string) {
+  return new Elysia({ normalize: false, ...(prefix !== undefined ? { prefix } : {}) });
 }

@@ -1,15 +1,15 @@
 // POST /classify (Infinity shape): every label with its score, per input.
-import { Elysia } from "elysia";
+
 import type { ServedModel } from "../../engine/registry";
 import { labelScores } from "../../tasks/classify";
-import { responseMeta, timingHeaders, type ServerContext } from "../context";
+import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
 import { ClassifyRequest, ClassifyResponse } from "../schemas";
 import { checkTexts } from "../validate";
 
 type ClassifyModel = Extract<ServedModel, { task: "classify" }>;
 
 export function classifyRoutes(ctx: ServerContext) {
-  return new Elysia().post(
+  return router().post(
     "/classify",
     async ({ body, request, set }) => {
       const t0 = performance.now();

@@ -1,7 +1,7 @@
 // GET /openapi.json, generated from the same TypeBox schemas the routes validate with, and GET /docs.
-import { Elysia } from "elysia";
+
 import type { TSchema } from "@sinclair/typebox";
-import type { ServerContext } from "../context";
+import { router, type ServerContext } from "../context";
 import {
   ClassifyRequest, ClassifyResponse, EmbeddingsRequest, EmbeddingsResponse, ErrorResponse, ModelsResponse, RerankRequest, RerankResponse,
 } from "../schemas";
@@ -60,7 +60,7 @@ const DOCS_HTML = `<!doctype html>
 
 export function docsRoutes(ctx: ServerContext) {
   const doc = JSON.stringify(openApiDocument(ctx));
-  return new Elysia()
+  return router()
     .get("/openapi.json", () => new Response(doc, { headers: { "content-type": "application/json" } }))
     .get("/docs", () => new Response(DOCS_HTML, { headers: { "content-type": "text/html; charset=utf-8" } }));
 }

@@ -1,10 +1,10 @@
 // POST /embeddings (OpenAI schema).
-import { Elysia } from "elysia";
+
 import { InvalidInput } from "../../errors";
 import type { ServedModel } from "../../engine/registry";
 import { finishEmbedding, toBase64 } from "../../tasks/embed";
 import type { Encoded } from "../../tokenize/encode";
-import { responseMeta, timingHeaders, type ServerContext } from "../context";
+import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
 import { EmbeddingsRequest, EmbeddingsResponse } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 
@@ -39,7 +39,7 @@ function promptFor(model: EmbedModel, promptName: string | undefined): string {
 }
 
 export function embeddingsRoutes(ctx: ServerContext) {
-  return new Elysia().post(
+  return router().post(
     "/embeddings",
     async ({ body, request, set }) => {
       const t0 = performance.now();

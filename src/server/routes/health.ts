@@ -1,9 +1,9 @@
 // GET /health (503 while loading or broken, 200 when every model is ready) and GET /metrics (Prometheus).
-import { Elysia } from "elysia";
-import type { ServerContext } from "../context";
+
+import { router, type ServerContext } from "../context";
 
 export function healthRoutes(ctx: ServerContext) {
-  return new Elysia()
+  return router()
     .get(
       "/health",
       ({ set }) => {

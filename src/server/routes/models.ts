@@ -1,13 +1,13 @@
 // GET /models (OpenAI list, with each model's capabilities and limits).
-import { Elysia } from "elysia";
+
 import { capabilitiesOf } from "../../engine/registry";
-import type { ServerContext } from "../context";
+import { router, type ServerContext } from "../context";
 import { ModelsResponse } from "../schemas";
 
 const started = Math.floor(Date.now() / 1000);
 
 export function modelsRoutes(ctx: ServerContext) {
-  return new Elysia().get(
+  return router().get(
     "/models",
     () => ({
       object: "list" as const,

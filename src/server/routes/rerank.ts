@@ -1,16 +1,16 @@
 // POST /rerank (Cohere / Infinity shape).
-import { Elysia } from "elysia";
+
 import { InvalidInput } from "../../errors";
 import type { ServedModel } from "../../engine/registry";
 import { rankResults } from "../../tasks/rerank";
-import { responseMeta, timingHeaders, type ServerContext } from "../context";
+import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
 import { RerankRequest, RerankResponse } from "../schemas";
 import { checkCount, checkText } from "../validate";
 
 type RerankModel = Extract<ServedModel, { task: "rerank" }>;
 
 export function rerankRoutes(ctx: ServerContext) {
-  return new Elysia().post(
+  return router().post(
     "/rerank",
     async ({ body, request, set }) => {
       const t0 = performance.now();

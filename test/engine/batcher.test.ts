@@ -1,0 +1,62 @@
+import { describe, expect, test } from "bun:test";
+import { paddingOf, selectBatch, windowFor } from "../../src/engine/batcher";
+
+const q = (...lengths: number[]) => lengths.map((length) => ({ length }));
+const limits = (maxBatchSize: number, maxBatchTokens: number, window = 64) => ({ maxBatchSize, maxBatchTokens, window });
+
+describe("selectBatch", () => {
+  test("empty queue gives no batch", () => {
+    expect(selectBatch([], limits(4, 100))).toEqual([]);
+  });
+
+  test("takes everything when it fits", () => {
+    expect(selectBatch(q(5, 7, 6), limits(8, 1000))).toEqual([0, 1, 2]);
+  });
+
+  test("caps by batch size and always includes the oldest input", () => {
+    const picked = selectBatch(q(50, 5, 5, 5, 5, 49, 48), limits(3, 10_000));
+    expect(picked).toHaveLength(3);
+    expect(picked).toContain(0);
+    // Around the oldest (50), the nearest lengths are 49 and 48: less padding than the short ones.
+    expect(picked.sort()).toEqual([0, 5, 6]);
+  });
+
+  test("groups similar lengths to keep padding small", () => {
+    const queue = q(10, 100, 11, 101, 12, 99);
+    const first = selectBatch(queue, limits(3, 10_000));
+    expect(first).toEqual([0, 2, 4]);
+    expect(paddingOf(first.map((i) => queue[i]!.length))).toBe(3);
+  });
+
+  test("respects the token budget: padded length x batch size", () => {
+    const picked = selectBatch(q(30, 30, 30, 30), limits(32, 100));
+    expect(picked).toEqual([0, 1, 2]);
+    const mixed = q(10, 40, 10, 10);
+    const m = selectBatch(mixed, limits(32, 45));
+    // 10+10+10+10 = 4 x 10 = 40 fits; adding the 40-long input would make 5 x 40... it is left out.
+    expect(m).toEqual([0, 2, 3]);
+    const lengths = m.map((i) => mixed[i]!.length);
+    expect(Math.max(...lengths) * lengths.length).toBeLessThanOrEqual(45);
+  });
+
+  test("an input longer than the budget runs alone", () => {
+    expect(selectBatch(q(500, 3, 3), limits(8, 100))).toEqual([0]);
+  });
+
+  test("only the window is considered", () => {
+    const queue = q(10, 90, 90, 90, 10);
+    // The window (2) hides the later 10-long input.
+    expect(selectBatch(queue, limits(2, 10_000, 2))).toEqual([0, 1]);
+    expect(selectBatch(queue, limits(2, 10_000, 5))).toEqual([0, 4]);
+  });
+
+  test("no starvation: a long input at the head is served next even with many short ones behind", () => {
+    const queue = q(200, ...Array(100).fill(3));
+    expect(selectBatch(queue, limits(4, 100_000))).toContain(0);
+  });
+
+  test("window grows with batch size", () => {
+    expect(windowFor(8)).toBe(64);
+    expect(windowFor(32)).toBe(128);
+  });
+});

@@ -1,0 +1,56 @@
+// Shared test helpers: fixture paths, reference files, and an in-process server on a free loopback port.
+import { join } from "node:path";
+import { buildConfig } from "../src/config";
+import { configureLog } from "../src/log";
+import type { HubSettings } from "../src/model/resolve";
+import { startServer, type RunningServer } from "../src/server/serve";
+
+export const ROOT = join(import.meta.dir, "..");
+export const FIXTURES = join(ROOT, "test", "fixtures", "models");
+export const REFERENCE = join(ROOT, "test", "fixtures", "reference");
+export const fixture = (name: string) => join(FIXTURES, name);
+export const reference = async (name: string) => Bun.file(join(REFERENCE, `${name}.json`)).json();
+
+configureLog((process.env.TEST_LOG_LEVEL as "debug" | undefined) ?? "error", "text");
+
+export const offlineHub: HubSettings = {
+  endpoint: "http://127.0.0.1:9",
+  token: null,
+  offline: true,
+  cacheDir: "/nonexistent-cache",
+  progress: () => {},
+};
+
+/** Starts a server in this process on 127.0.0.1 and a free port, with flags as the CLI takes them. */
+export async function startTestServer(flags: Record<string, string | string[]>, env: Record<string, string> = {}): Promise<RunningServer> {
+  const map = new Map<string, string[]>();
+  for (const [k, v] of Object.entries(flags)) map.set(k, Array.isArray(v) ? v : [v]);
+  if (!map.has("host")) map.set("host", ["127.0.0.1"]);
+  if (!map.has("port")) map.set("port", ["0"]);
+  if (!map.has("tokenizer-workers")) map.set("tokenizer-workers", ["1"]);
+  if (!map.has("num-threads")) map.set("num-threads", ["1"]);
+  const config = buildConfig({ flags: map, env, file: null, cpuCount: 2 });
+  const server = startServer(config, offlineHub);
+  await server.loaded;
+  return server;
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  const text = await res.text();
+  let json: any = null;
+  try { json = JSON.parse(text); } catch { json = text; }
+  return { status: res.status, json, headers: res.headers };
+}
+
+export function l2(v: number[]): number[] {
+  const n = Math.hypot(...v);
+  return v.map((x) => x / Math.max(n, 1e-12));
+}
+
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Infinity;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
