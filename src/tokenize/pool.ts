@@ -51,8 +51,6 @@ export class TokenizerPool {
         for (const msg of this.loaded) void this.send(fresh, { ...msg, id: this.nextId++ }).catch(() => {});
       }
     };
-    // Workers must not keep the process alive on their own.
-    (worker as unknown as { unref?: () => void }).unref?.();
     return slot;
   }
 
@@ -78,6 +76,9 @@ export class TokenizerPool {
   /** Encodes texts (or pairs: firsts[i] with texts[i]); results in input order. */
   async encode(key: string, texts: string[], firsts?: string[]): Promise<Encoded[]> {
     if (this.closed) throw new Error("tokenizer pool is closed");
+    // Checked here rather than answered by a worker: under `bun test`, Bun 1.4.5 was seen to drop a worker's
+    // small error reply that follows transferred replies, which hung the caller.
+    if (!this.loaded.some((l) => l.key === key)) throw new Error(`tokenizer ${key} is not loaded`);
     const chunks: Promise<Encoded[]>[] = [];
     for (let start = 0; start < texts.length; start += CHUNK) {
       const end = Math.min(texts.length, start + CHUNK);

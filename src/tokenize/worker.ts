@@ -12,7 +12,7 @@ function handle(msg: WorkerRequest): WorkerResponse {
     return { id: msg.id, ok: true };
   }
   const encoder = encoders.get(msg.key);
-  if (!encoder) throw new Error(`tokenizer ${msg.key} is not loaded in this worker`);
+  if (!encoder) return { id: msg.id, ok: false, error: `tokenizer ${msg.key} is not loaded in this worker` };
   const n = msg.texts.length;
   const parts = new Array(n);
   let total = 0;
@@ -43,7 +43,7 @@ self.onmessage = (event: MessageEvent<WorkerRequest>) => {
   try {
     const res = handle(msg);
     const transfer: ArrayBuffer[] = [];
-    if ("ids" in res && res.ids) {
+    if (res.ok && res.ids) {
       transfer.push(res.ids.buffer as ArrayBuffer, res.offsets!.buffer as ArrayBuffer);
       if (res.typeIds) transfer.push(res.typeIds.buffer as ArrayBuffer);
     }

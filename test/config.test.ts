@@ -1,0 +1,118 @@
+import { describe, expect, test } from "bun:test";
+import { buildConfig, defaultServedName, envName, helpText, OPTIONS, parseArgv, type Sources } from "../src/config";
+import { ConfigError } from "../src/errors";
+
+function sources(argv: string[], env: Record<string, string> = {}, file: Record<string, unknown> | null = null): Sources {
+  return { flags: parseArgv(argv).flags, env, file, cpuCount: 2 };
+}
+const build = (argv: string[], env: Record<string, string> = {}, file: Record<string, unknown> | null = null) => buildConfig(sources(argv, env, file));
+
+describe("flags", () => {
+  test("defaults match the documented ones", () => {
+    const c = build(["--model-id", "BAAI/bge-small-en-v1.5"]);
+    expect(c.port).toBe(7997);
+    expect(c.host).toBe("0.0.0.0");
+    expect(c.maxInputsPerRequest).toBe(2048);
+    const m = c.models[0]!;
+    expect(m.servedModelName).toBe("BAAI/bge-small-en-v1.5");
+    expect(m.batchSize).toBe(32);
+    expect(m.dtype).toBe("auto");
+    expect(m.poolingMethod).toBe("auto");
+    expect(m.modelWarmup).toBe(true);
+    expect(m.numThreads).toBe(2);
+  });
+
+  test("--flag=value, --no-bool, snake_case flags", () => {
+    const c = build(["--model_id=/models/a", "--no-model-warmup", "--port=8080", "--url-prefix", "api/"]);
+    expect(c.models[0]!.modelWarmup).toBe(false);
+    expect(c.port).toBe(8080);
+    expect(c.urlPrefix).toBe("/api");
+    expect(c.models[0]!.servedModelName).toBe("a");
+  });
+
+  test("per-model options: one value for all, or one per model by position", () => {
+    const c = build(["--model-id", "a/x", "--model-id", "b/y", "--batch-size", "8", "--dtype", "int8", "--dtype", "float16", "--served-model-name", "x", "--served-model-name", "y"]);
+    expect(c.models.map((m) => m.batchSize)).toEqual([8, 8]);
+    expect(c.models.map((m) => m.dtype)).toEqual(["int8", "float16"]);
+    expect(c.models.map((m) => m.servedModelName)).toEqual(["x", "y"]);
+  });
+
+  test("any other count of per-model values is an error", () => {
+    expect(() => build(["--model-id", "a/x", "--model-id", "b/y", "--model-id", "c/z", "--batch-size", "1", "--batch-size", "2"])).toThrow(/3 models/);
+  });
+
+  test("bad values are clear errors", () => {
+    expect(() => build([])).toThrow(/no model given/);
+    expect(() => build(["--model-id", "a/b", "--port", "http"])).toThrow(/--port.*integer/);
+    expect(() => build(["--model-id", "a/b", "--port", "70000"])).toThrow(/--port/);
+    expect(() => build(["--model-id", "a/b", "--dtype", "bf16"])).toThrow(/--dtype.*float32/);
+    expect(() => build(["--model-id", "a/b", "--batch-size", "0"])).toThrow(/--batch-size/);
+    expect(() => parseArgv(["--nope"])).toThrow(/unknown option --nope/);
+    expect(() => parseArgv(["--port"])).toThrow(/needs a value/);
+    expect(() => parseArgv(["stray"])).toThrow(/unexpected argument/);
+    expect(() => build(["--model-id", "a/b", "--model-id", "c/b", "--served-model-name", "same"])).toThrow(/used twice/);
+  });
+
+  test("every error is a ConfigError", () => {
+    try {
+      build(["--model-id", "a/b", "--log-level", "loud"]);
+      throw new Error("no error");
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+    }
+  });
+});
+
+describe("environment and config file", () => {
+  test("INFINITY_* variables, lists ';'-separated", () => {
+    const c = build([], { INFINITY_MODEL_ID: "a/x;b/y", INFINITY_BATCH_SIZE: "4;16", INFINITY_PORT: "9000", INFINITY_API_KEY: "k1;k2", INFINITY_MODEL_WARMUP: "false" });
+    expect(c.models.map((m) => m.modelId)).toEqual(["a/x", "b/y"]);
+    expect(c.models.map((m) => m.batchSize)).toEqual([4, 16]);
+    expect(c.models.map((m) => m.modelWarmup)).toEqual([false, false]);
+    expect(c.port).toBe(9000);
+    expect(c.apiKeys).toEqual(["k1", "k2"]);
+  });
+
+  test("precedence: flag > environment > file > default", () => {
+    const file = { port: 7000, host: "127.0.0.1", "log-level": "warn", models: [{ "model-id": "f/one", "batch-size": 3 }, { model_id: "f/two" }] };
+    const fromFile = build([], {}, file);
+    expect(fromFile.port).toBe(7000);
+    expect(fromFile.logLevel).toBe("warn");
+    expect(fromFile.models.map((m) => [m.modelId, m.batchSize])).toEqual([["f/one", 3], ["f/two", 32]]);
+    const envWins = build([], { INFINITY_PORT: "7100" }, file);
+    expect(envWins.port).toBe(7100);
+    expect(envWins.host).toBe("127.0.0.1");
+    const flagWins = build(["--port", "7200"], { INFINITY_PORT: "7100" }, file);
+    expect(flagWins.port).toBe(7200);
+    // A per-model flag with one value overrides every [[models]] table.
+    const batchFlag = build(["--batch-size", "9"], {}, file);
+    expect(batchFlag.models.map((m) => m.batchSize)).toEqual([9, 9]);
+    // A model list from flags replaces the file's models and their settings.
+    const ids = build(["--model-id", "cli/model"], {}, file);
+    expect(ids.models.map((m) => [m.modelId, m.batchSize])).toEqual([["cli/model", 32]]);
+  });
+
+  test("unknown keys in the file are errors", () => {
+    expect(() => build([], {}, { prot: 1, models: [{ "model-id": "a/b" }] })).toThrow(/unknown key "prot"/);
+    expect(() => build([], {}, { models: [{ "model-id": "a/b", bacth: 1 }] })).toThrow(/unknown key "bacth"/);
+    expect(() => build([], {}, { models: [{ "batch-size": 1 }] })).toThrow(/needs a model-id/);
+    expect(() => build([], {}, { models: "x" })).toThrow(/array of tables/);
+  });
+});
+
+describe("help and names", () => {
+  test("--help lists every option with its default and environment variable", () => {
+    const text = helpText();
+    for (const o of OPTIONS) {
+      expect(text).toContain(`--${o.kind === "bool" ? "[no-]" : ""}${o.name}`);
+      expect(text).toContain(envName(o.name));
+    }
+  });
+
+  test("served names derived from ids and folders", () => {
+    expect(defaultServedName("BAAI/bge-small-en-v1.5")).toBe("BAAI/bge-small-en-v1.5");
+    expect(defaultServedName("/models/my-model/")).toBe("my-model");
+    expect(defaultServedName("./m")).toBe("m");
+    expect(defaultServedName("test/fixtures/models/bert-mean-norm")).toBe("bert-mean-norm");
+  });
+});

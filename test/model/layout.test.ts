@@ -1,0 +1,104 @@
+import { describe, expect, test } from "bun:test";
+import { chooseOnnxFile, externalDataFiles, poolingFromConfig, positionLimit, readLayout, readModules, taskOf } from "../../src/model/layout";
+import { ModelLoadError } from "../../src/errors";
+import { fixture } from "../helpers";
+import { readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+
+function files(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d)) {
+      const p = join(d, e);
+      if (statSync(p).isDirectory()) walk(p);
+      else out.push(relative(dir, p));
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+describe("ONNX file choice", () => {
+  const repo = ["config.json", "onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx", "onnx/model.onnx_data"];
+  test("by dtype, with the hub's names", () => {
+    expect(chooseOnnxFile(repo, "auto")).toEqual({ file: "onnx/model.onnx", dtype: "float32" });
+    expect(chooseOnnxFile(repo, "float16").file).toBe("onnx/model_fp16.onnx");
+    expect(chooseOnnxFile(repo, "int8").file).toBe("onnx/model_quantized.onnx");
+    expect(chooseOnnxFile(["model.onnx"], "float32").file).toBe("model.onnx");
+    expect(chooseOnnxFile(["onnx/model_int8.onnx"], "auto")).toEqual({ file: "onnx/model_int8.onnx", dtype: "int8" });
+    expect(externalDataFiles("onnx/model.onnx", repo)).toEqual(["onnx/model.onnx_data"]);
+  });
+
+  test("a missing export names what was looked for", () => {
+    expect(() => chooseOnnxFile(["pytorch_model.bin", "config.json"], "auto")).toThrow(ModelLoadError);
+    expect(() => chooseOnnxFile(["pytorch_model.bin"], "auto")).toThrow(/onnx\/model\.onnx.*no \.onnx file/);
+    expect(() => chooseOnnxFile(["onnx/model.onnx"], "float16")).toThrow(/model_fp16\.onnx.*has onnx\/model\.onnx/);
+  });
+});
+
+describe("sentence-transformers files of every generation", () => {
+  test("modules.json: old and new class paths", () => {
+    expect(readModules([{ path: "", type: "sentence_transformers.models.Transformer" }, { path: "1_Pooling", type: "sentence_transformers.models.Pooling" }, { path: "2_Normalize", type: "sentence_transformers.models.Normalize" }]).map((m) => m.kind)).toEqual(["Transformer", "Pooling", "Normalize"]);
+    expect(readModules([{ path: "", type: "sentence_transformers.base.modules.transformer.Transformer" }, { path: "1_Pooling", type: "sentence_transformers.sentence_transformer.modules.pooling.Pooling" }]).map((m) => m.kind)).toEqual(["Transformer", "Pooling"]);
+    expect(readModules(null)).toEqual([]);
+  });
+
+  test("pooling config: boolean keys and the pooling_mode string", () => {
+    expect(poolingFromConfig({ word_embedding_dimension: 384, pooling_mode_cls_token: true, pooling_mode_mean_tokens: false })).toBe("cls");
+    expect(poolingFromConfig({ pooling_mode_mean_tokens: true })).toBe("mean");
+    expect(poolingFromConfig({ pooling_mode_max_tokens: true })).toBe("max");
+    expect(poolingFromConfig({ pooling_mode_lasttoken: true })).toBe("last");
+    expect(poolingFromConfig({ pooling_mode_mean_sqrt_len_tokens: true })).toBe("mean_sqrt_len");
+    expect(poolingFromConfig({ pooling_mode_weightedmean_tokens: true })).toBe("weighted_mean");
+    expect(poolingFromConfig({ embedding_dimension: 32, pooling_mode: "mean" })).toBe("mean");
+    expect(poolingFromConfig({ pooling_mode: "lasttoken" })).toBe("last");
+    expect(poolingFromConfig({})).toBeNull();
+    expect(poolingFromConfig(null)).toBeNull();
+  });
+
+  test("position limits: RoBERTa-family offsets", () => {
+    expect(positionLimit({ model_type: "bert", max_position_embeddings: 512 })).toBe(512);
+    expect(positionLimit({ model_type: "xlm-roberta", max_position_embeddings: 514, pad_token_id: 1 })).toBe(512);
+    expect(positionLimit({})).toBeNull();
+  });
+
+  test("task from config.json", () => {
+    expect(taskOf({ architectures: ["BertModel"] }).task).toBe("embed");
+    expect(taskOf({ architectures: ["BertForSequenceClassification"], id2label: { 0: "LABEL_0" } }).task).toBe("rerank");
+    expect(taskOf({ architectures: ["XLMRobertaForSequenceClassification"], id2label: { 0: "a", 1: "b", 2: "c" } })).toEqual({ task: "classify", labels: ["a", "b", "c"] });
+    expect(taskOf({ architectures: ["BertForSequenceClassification"], num_labels: 2 })).toEqual({ task: "classify", labels: ["LABEL_0", "LABEL_1"] });
+  });
+});
+
+describe("fixture folders read as the model says", () => {
+  const read = (name: string, dtype: "auto" | "float16" | "int8" = "auto", pooling: "auto" | "cls" = "auto") => readLayout(fixture(name), files(fixture(name)), dtype, pooling);
+
+  test("bert-mean-norm (newest sentence-transformers format)", () => {
+    const l = read("bert-mean-norm");
+    expect(l.task).toBe("embed");
+    expect(l.pooling).toBe("mean");
+    expect(l.normalize).toBe(true);
+    expect(l.maxLength).toBe(48);
+    expect(l.prompts).toEqual({ query: "query: ", passage: "passage: ", document: "" });
+    expect(l.hiddenSize).toBe(32);
+    expect(read("bert-mean-norm", "int8").onnxFile).toBe("onnx/model_quantized.onnx");
+    expect(read("bert-mean-norm", "float16").onnxFile).toBe("onnx/model_fp16.onnx");
+  });
+
+  test("roberta-cls (sentence-transformers 2.x format, root-level model.onnx)", () => {
+    const l = read("roberta-cls");
+    expect(l.pooling).toBe("cls");
+    expect(l.normalize).toBe(false);
+    expect(l.maxLength).toBe(64);
+    expect(l.onnxFile).toBe("model.onnx");
+    expect(read("roberta-cls", "auto", "cls").poolingSource).toBe("--pooling-method");
+  });
+
+  test("xlmr-max, rerank and classify", () => {
+    expect(read("xlmr-max").pooling).toBe("max");
+    expect(read("xlmr-max").maxLength).toBe(40);
+    expect(read("bert-rerank").task).toBe("rerank");
+    expect(read("bert-rerank").maxLength).toBe(64);
+    expect(read("bert-classify").labels).toEqual(["negative", "neutral", "positive"]);
+  });
+});

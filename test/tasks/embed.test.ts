@@ -1,0 +1,52 @@
+import { describe, expect, test } from "bun:test";
+import { finishEmbedding, l2normalize, pool, toBase64 } from "../../src/tasks/embed";
+import { labelScores, softmax } from "../../src/tasks/classify";
+import { rankResults, sigmoid } from "../../src/tasks/rerank";
+import { InvalidInput } from "../../src/errors";
+
+// hidden: batch 1, seq 3 (2 real tokens + 1 pad), dim 2
+const hidden = new Float32Array([1, 2, 3, -4, 100, 100]);
+const dims = [1, 3, 2];
+
+describe("pooling (sentence-transformers semantics over real tokens only)", () => {
+  test("each method", () => {
+    expect(Array.from(pool(hidden, dims, 0, 2, "cls"))).toEqual([1, 2]);
+    expect(Array.from(pool(hidden, dims, 0, 2, "mean"))).toEqual([2, -1]);
+    expect(Array.from(pool(hidden, dims, 0, 2, "max"))).toEqual([3, 2]);
+    expect(Array.from(pool(hidden, dims, 0, 2, "last"))).toEqual([3, -4]);
+    const sq = Array.from(pool(hidden, dims, 0, 2, "mean_sqrt_len"));
+    expect(sq[0]).toBeCloseTo(4 / Math.SQRT2, 6);
+    // weights 1 and 2: (1*1 + 2*3) / 3, (1*2 + 2*-4) / 3
+    const w = Array.from(pool(hidden, dims, 0, 2, "weighted_mean"));
+    expect(w[0]).toBeCloseTo(7 / 3, 6);
+    expect(w[1]).toBeCloseTo(-2, 6);
+  });
+
+  test("second row of a batch", () => {
+    const h = new Float32Array([0, 0, 0, 0, 5, 6, 7, 8]);
+    expect(Array.from(pool(h, [2, 2, 2], 1, 2, "mean"))).toEqual([6, 7]);
+  });
+});
+
+describe("post-processing", () => {
+  test("normalise, Matryoshka, base64", () => {
+    expect(Array.from(l2normalize(new Float32Array([3, 4])))).toEqual([0.6000000238418579, 0.800000011920929]);
+    expect(Array.from(l2normalize(new Float32Array([0, 0])))).toEqual([0, 0]);
+    expect(Array.from(finishEmbedding(new Float32Array([3, 4, 12]), 2))).toEqual([0.6000000238418579, 0.800000011920929]);
+    expect(() => finishEmbedding(new Float32Array([1, 2]), 3)).toThrow(InvalidInput);
+    const b = Buffer.from(toBase64(new Float32Array([1.5, -2])), "base64");
+    expect(b.readFloatLE(0)).toBe(1.5);
+    expect(b.readFloatLE(4)).toBe(-2);
+  });
+
+  test("softmax, sigmoid, label order, ranking", () => {
+    const p = softmax([1, 2, 3]);
+    expect(p.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 12);
+    expect(p[2]! / p[1]!).toBeCloseTo(Math.E, 9);
+    expect(sigmoid(0)).toBe(0.5);
+    expect(labelScores([0.1, 2, -1], ["a", "b", "c"], false).map((x) => x.label)).toEqual(["b", "a", "c"]);
+    expect(labelScores([0.1, 2, -1], ["a", "b", "c"], true).map((x) => x.score)).toEqual([2, 0.1, -1]);
+    expect(labelScores([0], ["only"], false)).toEqual([{ label: "only", score: 0.5 }]);
+    expect(rankResults([0, 3, 1, 3], 3, true)).toEqual([{ index: 1, score: 3 }, { index: 3, score: 3 }, { index: 2, score: 1 }]);
+  });
+});
