@@ -48,8 +48,12 @@ export async function compileTarget(name: string, outfile: string, minify = true
       // Flat names: every module's import.meta.url becomes /$bunfs/root/<entry>, so pool.ts's
       // new URL("./worker.ts", import.meta.url) lands on the worker entry at /$bunfs/root/worker.ts.
       naming: { entry: "[name].[ext]" },
-      minify,
+      // Identifiers stay: error names and stack traces in logs remain readable; whitespace/syntax is most of the gain.
+      minify: minify ? { whitespace: true, syntax: true, identifiers: false } : false,
       sourcemap: "none",
+      // Precompiled bytecode starts ~30-40 ms faster (measured with build/measure.ts); ESM keeps cli.ts's top-level await.
+      bytecode: true,
+      format: "esm",
       plugins: [nativePlugin(target)],
       compile: {
         target: target.bun as Bun.Build.CompileTarget,
@@ -75,7 +79,7 @@ export async function compileTarget(name: string, outfile: string, minify = true
   }
 }
 
-function parseArgs(argv: string[]): { targets: string[]; outdir: string; minify: boolean } {
+function parseArgs(argv: string[]): { targets: string[]; outdir: string; minify: boolean; named: boolean } {
   let all = false;
   const named: string[] = [];
   let outdir = join(ROOT, "dist");
@@ -92,14 +96,14 @@ function parseArgs(argv: string[]): { targets: string[]; outdir: string; minify:
   }
   const host = hostTargetName();
   const targets = named.length ? named : all ? [host, ...Object.keys(TARGETS).filter((t) => t !== host)] : [host];
-  return { targets, outdir, minify };
+  return { targets, outdir, minify, named: named.length > 0 };
 }
 
 if (import.meta.main) {
-  const { targets, outdir, minify } = parseArgs(process.argv.slice(2));
+  const { targets, outdir, minify, named } = parseArgs(process.argv.slice(2));
   mkdirSync(outdir, { recursive: true });
   const host = hostTargetName();
-  let failedHost = false;
+  let failed = false;
   for (const name of targets) {
     const outfile = join(outdir, name === host ? "infinity" : `infinity-${name}`);
     const r = await compileTarget(name, outfile, minify);
@@ -107,11 +111,13 @@ if (import.meta.main) {
       process.stdout.write(`built ${name}: ${r.outfile} (${(r.bytes / 2 ** 20).toFixed(1)} MiB, ${r.seconds.toFixed(1)} s)\n`);
     } else if (name === host) {
       process.stderr.write(`build of ${name} failed:\n${r.error}\n`);
-      failedHost = true;
+      failed = true;
     } else {
+      // Skipping is fine under --all-targets; a target asked for by name must be built.
+      if (named) failed = true;
       // Cross targets need Bun to download that platform's runtime; offline this fails and is skipped.
       process.stderr.write(`skipped ${name}: cross-compiling failed (Bun must download the bun-${name} runtime; no network?):\n  ${r.error?.split("\n").join("\n  ")}\n`);
     }
   }
-  process.exit(failedHost ? 1 : 0);
+  process.exit(failed ? 1 : 0);
 }
