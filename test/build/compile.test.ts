@@ -1,0 +1,158 @@
+// The compiled binary (build/compile.ts): copied alone into an empty folder, run from there with no node_modules,
+// no Bun on PATH, and a hostile .env and bunfig.toml beside it; it must serve like `bun src/cli.ts`, and a second
+// start must reuse the native libraries the first one extracted.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { ensureBinary, ROOT } from "./binary";
+
+const MODEL = join(ROOT, "test", "fixtures", "models", "bert-mean-norm");
+const REFERENCE = (await Bun.file(join(ROOT, "test", "fixtures", "reference", "bert-mean-norm.json")).json()) as {
+  cases: { text: string; embedding: number[] }[];
+};
+
+let work = "";
+let runDir = "";
+let nativeDir = "";
+let binary = "";
+const running = new Set<Subprocess>();
+
+beforeAll(() => {
+  const built = ensureBinary();
+  work = mkdtempSync(join(tmpdir(), "infinity-binary-test-"));
+  runDir = join(work, "run");
+  nativeDir = join(work, "native");
+  Bun.spawnSync(["mkdir", "-p", runDir]);
+  binary = join(runDir, "infinity");
+  copyFileSync(built, binary);
+  Bun.spawnSync(["chmod", "755", binary]);
+  // Loaded, these would break the server: a preload that does not exist, a port nothing listens on, and an API
+  // key that would turn every unauthenticated request into a 401.
+  writeFileSync(join(runDir, "bunfig.toml"), 'preload = ["./missing-preload.ts"]\n[serve]\nport = 1\n');
+  writeFileSync(join(runDir, ".env"), "INFINITY_PORT=1\nINFINITY_API_KEY=from-dotenv\nINFINITY_URL_PREFIX=/dotenv\n");
+}, 120_000);
+
+afterAll(async () => {
+  for (const p of running) p.kill("SIGKILL");
+  await Promise.all([...running].map((p) => p.exited));
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+function randomPort(): number {
+  return 20_000 + Math.floor(Math.random() * 30_000);
+}
+
+/** Starts the copied binary in its folder and waits for /health 200; retries on a busy port. */
+async function start(args: string[]): Promise<{ proc: Subprocess<"ignore", "pipe", "pipe">; base: string }> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = randomPort();
+    const proc = Bun.spawn([binary, ...args, "--model-id", MODEL, "--host", "127.0.0.1", "--port", String(port)], {
+      cwd: runDir,
+      // Nothing inherited: no PATH to a bun, no INFINITY_* from the test runner's environment.
+      env: { PATH: "/usr/bin:/bin", HOME: work, INFINITY_NATIVE_DIR: nativeDir },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    running.add(proc);
+    const base = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && proc.exitCode === null) {
+      try {
+        if ((await fetch(`${base}/health`)).status === 200) return { proc, base };
+      } catch {}
+      await Bun.sleep(25);
+    }
+    const err = proc.exitCode !== null ? await new Response(proc.stderr).text() : "";
+    proc.kill("SIGKILL");
+    await proc.exited;
+    running.delete(proc);
+    if (!/address|in use|EADDRINUSE/i.test(err)) throw new Error(`binary did not become healthy:\n${err}`);
+  }
+  throw new Error("no free port after 5 tries");
+}
+
+async function stop(proc: Subprocess): Promise<number> {
+  proc.kill("SIGTERM");
+  const code = await proc.exited;
+  running.delete(proc);
+  return code;
+}
+
+function snapshot(dir: string): Record<string, [number, number]> {
+  const out: Record<string, [number, number]> = {};
+  for (const sub of readdirSync(dir)) {
+    for (const f of readdirSync(join(dir, sub))) {
+      const st = statSync(join(dir, sub, f));
+      out[`${sub}/${f}`] = [st.ino, st.mtimeMs];
+    }
+  }
+  return out;
+}
+
+function cosine(a: number[], b: number[]): number {
+  let dot = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    na += a[i]! * a[i]!;
+    nb += b[i]! * b[i]!;
+  }
+  return dot / Math.sqrt(na * nb);
+}
+
+describe("compiled binary", () => {
+  let firstRun: Record<string, [number, number]> = {};
+
+  test("`infinity v2` serves /health and /embeddings from an empty folder, ignoring .env and bunfig.toml", async () => {
+    expect(readdirSync(runDir).sort()).toEqual([".env", "bunfig.toml", "infinity"]);
+    const { proc, base } = await start(["v2"]);
+    const health = await fetch(`${base}/health`);
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as { status: string }).status).toBe("ready");
+
+    const cases = REFERENCE.cases.slice(0, 3);
+    // No Authorization header and no /dotenv prefix: both would fail had the .env been loaded.
+    const r = await fetch(`${base}/embeddings`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "bert-mean-norm", input: cases.map((c) => c.text) }),
+    });
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { data: { index: number; embedding: number[] }[] };
+    expect(body.data.length).toBe(cases.length);
+    for (const d of body.data) expect(cosine(d.embedding, cases[d.index]!.embedding)).toBeGreaterThan(0.9999);
+
+    expect(await stop(proc)).toBe(0);
+    firstRun = snapshot(nativeDir);
+    const names = Object.keys(firstRun).map((k) => k.split("/")[1]).sort();
+    expect(names).toEqual(["libonnxruntime.so.1", "onnxruntime_binding.node"]);
+  }, 60_000);
+
+  test("`infinity --model-id` (no v2) starts again on the libraries the first run extracted", async () => {
+    expect(Object.keys(firstRun).length).toBeGreaterThan(0);
+    const { proc, base } = await start([]);
+    const r = await fetch(`${base}/embeddings`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "bert-mean-norm", input: "hello" }),
+    });
+    expect(r.status).toBe(200);
+    expect(await stop(proc)).toBe(0);
+    // Same inodes and mtimes: nothing was written again.
+    expect(snapshot(nativeDir)).toEqual(firstRun);
+  }, 60_000);
+
+  test("--help and bad flags match `bun src/cli.ts`", () => {
+    const env = { PATH: "/usr/bin:/bin", HOME: work, INFINITY_NATIVE_DIR: nativeDir };
+    const compiled = Bun.spawnSync([binary, "--help"], { cwd: runDir, env });
+    const source = Bun.spawnSync([process.execPath, join(ROOT, "src", "cli.ts"), "--help"], { cwd: ROOT, env: { ...env, PATH: process.env.PATH! } });
+    expect(compiled.exitCode).toBe(0);
+    expect(compiled.stdout.toString()).toBe(source.stdout.toString());
+    const bad = Bun.spawnSync([binary, "v2", "--no-such-flag"], { cwd: runDir, env });
+    const badSource = Bun.spawnSync([process.execPath, join(ROOT, "src", "cli.ts"), "v2", "--no-such-flag"], { cwd: ROOT, env: { ...env, PATH: process.env.PATH! } });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr.toString()).toBe(badSource.stderr.toString());
+  });
+});
