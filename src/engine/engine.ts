@@ -80,7 +80,6 @@ export class Engine<R> {
   private prepared: Prepared<R> | null = null;
   private consecutiveFailures = 0;
   private idleWaiters: Array<() => void> = [];
-  private accepting = true;
   private batchCount = 0;
 
   constructor(
@@ -109,7 +108,7 @@ export class Engine<R> {
 
   /** Queues already tokenized inputs; resolves with one result per input, in order. */
   submit(encoded: readonly Encoded[], signal?: AbortSignal): Promise<EngineResult<R>> {
-    if (this.state === "stopped" || !this.accepting) return Promise.reject(new Unavailable(`model ${this.name} is shutting down`));
+    if (this.state === "stopped") return Promise.reject(new Unavailable(`model ${this.name} is shutting down`));
     if (this.state === "loading") return Promise.reject(new Unavailable(`model ${this.name} is still loading`));
     if (encoded.length === 0) return Promise.resolve({ results: [], queueMs: 0, inferenceMs: 0 });
     return new Promise<EngineResult<R>>((resolve, reject) => {
@@ -236,11 +235,6 @@ export class Engine<R> {
   start(): void {
     this.state = "ready";
     this.pump();
-  }
-
-  /** Refuses new work; queued and running work still finishes (graceful shutdown). */
-  drain(): void {
-    this.accepting = false;
   }
 
   stop(): void {

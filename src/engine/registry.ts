@@ -29,6 +29,10 @@ interface Base {
   memoryBytes: number;
   /** Tokens per second measured during warm-up (0 when warm-up is off). */
   warmupTokensPerSecond: number;
+  /** Resident memory the session took when created (weights, graph). */
+  sessionBytes: number;
+  /** Activation memory per padded token: measured by warm-up, at least the architecture's estimate. */
+  activationBytesPerToken: number;
   /** Tokenizes texts (or query/document pairs) in the worker pool. */
   encode(texts: string[], firsts?: string[]): Promise<Encoded[]>;
   /** Counts content tokens of a text in-process (prompt lengths). */
@@ -46,6 +50,26 @@ export function capabilitiesOf(task: Task): Capability[] {
 
 /** The route that serves a task, for error messages. */
 export const ROUTE_OF: Record<Capability, string> = { embed: "/embeddings", rerank: "/rerank", classify: "/classify" };
+
+/**
+ * A floor for activation memory per token from the architecture: float32 hidden states, attention projections
+ * and the feed-forward expansion of one layer alive at once, with onnxruntime's arena rounding (x2).
+ */
+export function estimateActivationBytesPerToken(config: Record<string, unknown>): number {
+  const hidden = Number(config.hidden_size ?? config.d_model ?? 768) || 768;
+  const intermediate = Number(config.intermediate_size ?? 4 * hidden) || 4 * hidden;
+  return 4 * (6 * hidden + 2 * intermediate) * 2;
+}
+
+/** The most padded tokens per batch that keep a model within its memory budget; throws when not even one fits. */
+export function tokenBudgetWithin(budgetMb: number, sessionBytes: number, bytesPerToken: number, maxLength: number, model: string): number {
+  const tokens = Math.floor((budgetMb * 1048576 - sessionBytes) / bytesPerToken);
+  if (tokens < maxLength) {
+    const needMb = Math.ceil((sessionBytes + maxLength * bytesPerToken) / 1048576);
+    throw new ModelLoadError(`--memory-budget-mb ${budgetMb} is too small for ${model}: one full-length input needs about ${needMb} MB`);
+  }
+  return tokens;
+}
 
 export class Registry {
   private readonly models = new Map<string, ServedModel>();
@@ -110,6 +134,11 @@ export class Registry {
       const c = configs[i]!;
       const m = await this.loadOne(c, layouts[i]!).catch(fail(c));
       await this.warmUp(m).catch(fail(c));
+      try {
+        this.applyMemoryBudget(m);
+      } catch (e) {
+        fail(c)(e);
+      }
       this.models.set(m.name, m);
       m.engine.start();
       this.metrics?.memoryBytes.set({ model: m.name }, m.memoryBytes);
@@ -151,6 +180,8 @@ export class Registry {
       provider: session.provider,
       padId,
       memoryBytes: Math.max(0, process.memoryUsage().rss - rssBefore),
+      sessionBytes: Math.max(0, process.memoryUsage().rss - rssBefore),
+      activationBytesPerToken: estimateActivationBytesPerToken(layout.configJson),
       warmupTokensPerSecond: 0,
       encode: (texts: string[], firsts?: string[]) => this.pool.encode(key, texts, firsts),
       encoder,
@@ -186,11 +217,21 @@ export class Registry {
     }
     const seconds = (performance.now() - t0) / 1000;
     m.warmupTokensPerSecond = tokens / seconds;
-    m.memoryBytes += Math.max(0, process.memoryUsage().rss - rssBefore);
+    const arena = Math.max(0, process.memoryUsage().rss - rssBefore);
+    m.memoryBytes += arena;
+    const padded = count * Math.max(...encoded.map((e) => e.ids.length));
+    m.activationBytesPerToken = Math.max(m.activationBytesPerToken, arena / padded);
   }
 
-  drain(): void {
-    for (const m of this.models.values()) m.engine.drain();
+  /** Lowers a model's token budget so one batch's activations stay within its --memory-budget-mb. */
+  private applyMemoryBudget(m: ServedModel): void {
+    const budgetMb = m.config.memoryBudgetMb;
+    if (!budgetMb) return;
+    const tokens = tokenBudgetWithin(budgetMb, Math.max(m.sessionBytes, m.layout.weightBytes), m.activationBytesPerToken, m.layout.maxLength, m.name);
+    if (tokens < m.engine.batchLimits.maxBatchTokens) {
+      m.engine.setMaxBatchTokens(tokens);
+      log.info("memory budget lowers the batch token budget", { model: m.name, max_batch_tokens: tokens, budget_mb: budgetMb });
+    }
   }
 
   async idle(): Promise<void> {

@@ -1,7 +1,7 @@
 // Elysia wiring: body parsing and limits, CORS, auth, the one error shape, request metrics and logs, and the
 // routes. API routes live under --url-prefix (each also under /v1); /health and /metrics stay public at the root.
 
-import { BadBody, InfinityError, PayloadTooLarge, RouteNotFound } from "../errors";
+import { BadBody, InfinityError, PayloadTooLarge, RouteNotFound, Unavailable } from "../errors";
 import { isDebug, log } from "../log";
 import { checkApiKey } from "./auth";
 import { router, type ServerContext } from "./context";
@@ -14,6 +14,8 @@ import { rerankRoutes } from "./routes/rerank";
 import { docsRoutes } from "./routes/docs";
 
 const started = new WeakMap<Request, number>();
+/** Requests counted into ctx.inflight, so each is counted out exactly once. */
+const counted = new WeakSet<Request>();
 
 function isJsonType(contentType: string): boolean {
   const type = contentType.split(";")[0]!.trim().toLowerCase();
@@ -75,6 +77,12 @@ export function createApp(ctx: ServerContext) {
   const app = router()
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
+      const path = new URL(request.url).pathname;
+      if (ctx.shuttingDown && path !== "/health" && path !== "/metrics") {
+        return errorResponse(toErrorReply(new Unavailable("the server is shutting down")));
+      }
+      ctx.inflight++;
+      counted.add(request);
       const cors = corsHeaders(ctx, request.headers.get("origin"));
       if (cors) Object.assign(set.headers, cors);
       if (request.method === "OPTIONS") {
@@ -95,6 +103,7 @@ export function createApp(ctx: ServerContext) {
     })
     .onAfterResponse(({ request, route, set, path }) => {
       const t0 = started.get(request);
+      if (counted.delete(request)) ctx.inflight--;
       const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;
       const status = typeof set.status === "number" ? set.status : 200;
       const routeLabel = route || "unmatched";

@@ -10,6 +10,8 @@ export interface ServerContext {
   metrics: Metrics;
   /** Set on SIGTERM/SIGINT: /health answers 503 so load balancers stop sending traffic. */
   shuttingDown: boolean;
+  /** HTTP requests accepted and not yet answered: shutdown waits for them. */
+  inflight: number;
 }
 
 /** OpenAI-style response ids and timestamps. */

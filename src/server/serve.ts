@@ -23,7 +23,7 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
   const metrics = new Metrics();
   const pool = new TokenizerPool(config.tokenizerWorkers);
   const registry = new Registry(pool, metrics);
-  const ctx: ServerContext = { config, registry, metrics, shuttingDown: false };
+  const ctx: ServerContext = { config, registry, metrics, shuttingDown: false, inflight: 0 };
   const app = createApp(ctx);
   app.listen({
     hostname: config.host,
@@ -43,9 +43,13 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
     if (closing) return closing;
     ctx.shuttingDown = true;
     closing = (async () => {
-      registry.drain();
+      // Requests already accepted finish (app.ts refuses new ones); then the engines run dry.
+      const answered = (async () => {
+        while (ctx.inflight > 0) await Bun.sleep(10);
+        await registry.idle();
+      })();
       const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownTimeoutSeconds * 1000).unref?.());
-      const result = await Promise.race([registry.idle().then(() => "idle" as const), timeout]);
+      const result = await Promise.race([answered.then(() => "idle" as const), timeout]);
       if (result === "timeout") log.warn("shutdown timeout reached with work still queued");
       // Let responses of the last batch be written, then close idle keep-alive connections too.
       await Promise.race([server.stop(false), Bun.sleep(2000)]);

@@ -1,0 +1,101 @@
+// The command line as a user runs it: a real process, real signals.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildConfig, envName, OPTIONS } from "../src/config";
+import { fixture, ROOT } from "./helpers";
+
+const CLI = join(ROOT, "src", "cli.ts");
+const run = (args: string[], env: Record<string, string> = {}) =>
+  Bun.spawn([process.execPath, CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+
+async function waitHealthy(url: string, ms = 30000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const r = await fetch(`${url}/health`).catch(() => null);
+    if (r?.status === 200) return;
+    await Bun.sleep(100);
+  }
+  throw new Error("server did not become healthy");
+}
+const freePort = () => 20000 + Math.floor(Math.random() * 20000);
+
+describe("cli", () => {
+  test("--help lists every option and exits 0; v2 is optional", async () => {
+    for (const args of [["--help"], ["v2", "--help"]]) {
+      const p = run(args);
+      expect(await p.exited).toBe(0);
+      const out = await new Response(p.stdout).text();
+      for (const o of OPTIONS) expect(out).toContain(envName(o.name));
+    }
+  });
+
+  test("bad options: one clear line, exit 2, no stack trace", async () => {
+    for (const args of [["--model-id", "x/y", "--port", "abc"], ["--bogus"], []]) {
+      const p = run(args, { INFINITY_MODEL_ID: "" });
+      expect(await p.exited).toBe(2);
+      const err = await new Response(p.stderr).text();
+      expect(err.trim().split("\n")).toHaveLength(1);
+      expect(err).toStartWith("infinity: ");
+      expect(err).not.toContain("    at ");
+    }
+  });
+
+  test("a model folder that does not exist fails startup with its name, exit 1", async () => {
+    const p = run(["--model-id", "/nonexistent/model", "--port", String(freePort()), "--host", "127.0.0.1"]);
+    expect(await p.exited).toBe(1);
+    expect(await new Response(p.stderr).text()).toContain("/nonexistent/model");
+  });
+
+  test("config file + env + flags, API key file, then SIGTERM finishes in-flight work and exits 0", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "infinity-cli-"));
+    const port = freePort();
+    writeFileSync(join(dir, "keys.txt"), "# team keys\nsecret-1\n\nsecret-2\n");
+    writeFileSync(
+      join(dir, "models.toml"),
+      `host = "127.0.0.1"\nport = 1\nlog-level = "warn"\napi-key-file = "${join(dir, "keys.txt")}"\n[[models]]\nmodel-id = "${fixture("bert-mean-norm")}"\nserved-model-name = "from-file"\nbatch-size = 4\n`,
+    );
+    // The environment overrides the file's port; the flag overrides the environment's log level.
+    const p = run(["v2", "--config", join(dir, "models.toml"), "--log-level", "info", "--tokenizer-workers", "1"], { INFINITY_PORT: String(port), INFINITY_LOG_LEVEL: "error" });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await waitHealthy(url);
+      const headers = { "content-type": "application/json", authorization: "Bearer secret-2" };
+      const models = (await (await fetch(`${url}/models`, { headers })).json()) as { data: Array<{ id: string; batch_size: number }> };
+      expect(models.data.map((m) => [m.id, m.batch_size])).toEqual([["from-file", 4]]);
+      expect((await fetch(`${url}/models`)).status).toBe(401);
+      const inflight = Array.from({ length: 30 }, (_, i) =>
+        fetch(`${url}/embeddings`, { method: "POST", headers, body: JSON.stringify({ input: [`text ${i}`, `more text ${i}`] }) }),
+      );
+      await Bun.sleep(20);
+      p.kill("SIGTERM");
+      const statuses = await Promise.all(inflight.map((r) => r.then((x) => x.status).catch(() => 0)));
+      expect(statuses.every((s) => s === 200)).toBe(true);
+      expect(await p.exited).toBe(0);
+      const err = await new Response(p.stderr).text();
+      expect(err).toContain("shutting down");
+      expect(err).toContain("stopped");
+    } finally {
+      p.kill("SIGKILL");
+    }
+  });
+});
+
+describe("documentation stays true", () => {
+  test("README documents every option and its environment variable", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    for (const o of OPTIONS) {
+      expect(readme).toContain(`--${o.kind === "bool" ? "[no-]" : ""}${o.name}\``);
+      expect(readme).toContain(envName(o.name));
+    }
+  });
+
+  test("models.example.toml parses, names every file option, and yields its two models", () => {
+    const text = readFileSync(join(ROOT, "models.example.toml"), "utf8");
+    for (const o of OPTIONS.filter((o) => !o.cliOnly)) expect(text).toMatch(new RegExp(`^#? ?${o.name} = `, "m"));
+    const config = buildConfig({ flags: new Map(), env: {}, file: Bun.TOML.parse(text) as Record<string, unknown>, cpuCount: 2 });
+    expect(config.models.map((m) => m.servedModelName)).toEqual(["BAAI/bge-small-en-v1.5", "reranker"]);
+    expect(config.port).toBe(7997);
+  });
+});

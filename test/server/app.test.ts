@@ -1,0 +1,132 @@
+// Operator features on a live server: several models by name, auth, CORS, limits, metrics, OpenAPI, memory
+// budget, graceful shutdown.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { RunningServer } from "../../src/server/serve";
+import { fixture, postJson, startTestServer } from "../helpers";
+import { tokenBudgetWithin } from "../../src/engine/registry";
+
+describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () => {
+  let s: RunningServer;
+  beforeAll(async () => {
+    s = await startTestServer({
+      "model-id": [fixture("bert-mean-norm"), fixture("bert-rerank")],
+      "served-model-name": ["embedder", "reranker"],
+      "batch-size": ["8", "4"],
+      "api-key": ["k-one", "k-two"],
+      "cors-allow-origins": "https://app.example",
+      "max-request-bytes": "2000",
+      "url-prefix": "/api",
+    });
+  });
+  afterAll(async () => {
+    await s.shutdown();
+  });
+  const auth = { authorization: "Bearer k-two" };
+
+  test("models addressed by served name, per-model options by position", async () => {
+    const res = await fetch(`${s.url}/api/models`, { headers: auth });
+    const body = (await res.json()) as { data: Array<{ id: string; batch_size: number; task: string; memory_bytes: number }> };
+    expect(body.data.map((m) => [m.id, m.task, m.batch_size])).toEqual([["embedder", "embed", 8], ["reranker", "rerank", 4]]);
+    for (const m of body.data) expect(m.memory_bytes).toBeGreaterThan(0);
+    const e = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" }, auth);
+    expect(e.status).toBe(200);
+    const r = await postJson(`${s.url}/api/v1/rerank`, { model: "reranker", query: "q", documents: ["d"] }, auth);
+    expect(r.status).toBe(200);
+    const unknown = await postJson(`${s.url}/api/embeddings`, { model: "bert-mean-norm", input: "x" }, auth);
+    expect(unknown.status).toBe(400);
+    expect(unknown.json.error.message).toContain("embedder, reranker");
+  });
+
+  test("API key: 401 in the common shape without or with a wrong key; health and metrics stay public", async () => {
+    const none = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" });
+    expect(none.status).toBe(401);
+    expect(none.json.error.type).toBe("authentication_error");
+    const wrong = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" }, { authorization: "Bearer k-three" });
+    expect(wrong.status).toBe(401);
+    expect((await fetch(`${s.url}/api/models`)).status).toBe(401);
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    expect((await fetch(`${s.url}/metrics`)).status).toBe(200);
+  });
+
+  test("url prefix: API routes only under it", async () => {
+    expect((await postJson(`${s.url}/embeddings`, { model: "embedder", input: "x" }, auth)).status).toBe(404);
+  });
+
+  test("CORS: allowed origin gets headers and preflight; others do not", async () => {
+    const pre = await fetch(`${s.url}/api/embeddings`, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "POST" } });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    const ok = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" }, { ...auth, origin: "https://app.example" });
+    expect(ok.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    const other = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" }, { ...auth, origin: "https://evil.example" });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    const badPre = await fetch(`${s.url}/api/embeddings`, { method: "OPTIONS", headers: { origin: "https://evil.example" } });
+    expect(badPre.status).toBe(403);
+  });
+
+  test("body over the limit is a 413 in the common shape", async () => {
+    const r = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x".repeat(3000) }, auth);
+    expect(r.status).toBe(413);
+    expect(r.json.error.code).toBe("payload_too_large");
+  });
+
+  test("metrics change after requests", async () => {
+    const before = await (await fetch(`${s.url}/metrics`)).text();
+    const count = (text: string) => Number(/infinity_tokens_total\{model="embedder"\} (\d+)/.exec(text)?.[1] ?? 0);
+    await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: ["a b c", "d e f g"] }, auth);
+    const after = await (await fetch(`${s.url}/metrics`)).text();
+    expect(count(after)).toBeGreaterThan(count(before));
+    for (const name of ["infinity_requests_total", "infinity_request_duration_seconds_bucket", "infinity_queue_duration_seconds_count", "infinity_inference_duration_seconds_sum", "infinity_batch_size_bucket", "infinity_batch_tokens_bucket", "infinity_queue_depth", "infinity_model_memory_bytes", "process_resident_memory_bytes"]) {
+      expect(after).toContain(name);
+    }
+    expect(after).toMatch(/infinity_requests_total\{[^}]*status="401"[^}]*\} \d+/);
+  });
+
+  test("OpenAPI document from the route schemas, and the docs page", async () => {
+    const doc = (await (await fetch(`${s.url}/openapi.json`)).json()) as { paths: Record<string, any>; openapi: string };
+    expect(doc.openapi).toStartWith("3.");
+    for (const p of ["/api/embeddings", "/api/v1/embeddings", "/api/rerank", "/api/classify", "/api/models", "/health", "/metrics"]) expect(doc.paths[p]).toBeDefined();
+    const schema = doc.paths["/api/embeddings"].post.requestBody.content["application/json"].schema;
+    expect(schema.required).toContain("input");
+    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(["input", "model", "encoding_format", "dimensions"]));
+    expect(doc.paths["/api/rerank"].post.security).toEqual([{ bearer: [] }]);
+    const html = await (await fetch(`${s.url}/docs`)).text();
+    expect(html).toContain("openapi.json");
+  });
+});
+
+describe("memory budget", () => {
+  test("a budget lowers the batch token budget; /models reports it", async () => {
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "memory-budget-mb": "4000", "max-batch-tokens": "100000000" });
+    try {
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ max_batch_tokens: number }> };
+      expect(models.data[0]!.max_batch_tokens).toBeLessThan(100000000);
+      expect(models.data[0]!.max_batch_tokens).toBeGreaterThanOrEqual(48);
+    } finally {
+      await s.shutdown();
+    }
+  });
+
+  test("the budget arithmetic: tokens that fit after the session, and a clear error when one input does not", () => {
+    // 100 MB budget, 20 MB session, 40 KB per token -> 2048 tokens.
+    expect(tokenBudgetWithin(100, 20 * 1048576, 40960, 512, "m")).toBe(2048);
+    expect(() => tokenBudgetWithin(30, 20 * 1048576, 40960, 512, "big-model")).toThrow(/too small for big-model: one full-length input needs about 40 MB/);
+  });
+});
+
+describe("graceful shutdown", () => {
+  test("in-flight and queued requests are answered; new ones get 503; health says stopping", async () => {
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "batch-size": "2" });
+    const texts = Array.from({ length: 40 }, (_, i) => `request number ${i} with some words to embed`);
+    const inflight = texts.map((t) => postJson(`${s.url}/embeddings`, { input: [t, t + " again"] }));
+    await Bun.sleep(5);
+    const stopping = s.shutdown();
+    const health = await fetch(`${s.url}/health`).catch(() => null);
+    if (health) expect(health.status).toBe(503);
+    const late = await postJson(`${s.url}/embeddings`, { input: "late" }).catch(() => null);
+    if (late) expect(late.status).toBe(503);
+    const results = await Promise.all(inflight);
+    for (const r of results) expect(r.status).toBe(200);
+    await stopping;
+  });
+});
