@@ -8,6 +8,7 @@ import type { Metrics } from "../metrics";
 import { InferenceFailed, Unavailable } from "../errors";
 import { log } from "../log";
 import { selectBatch, windowFor } from "./batcher";
+import type { BatchInput } from "./inputs";
 import { InputQueue, Job, type Item } from "./queue";
 
 export interface EngineLimits {
@@ -17,8 +18,8 @@ export interface EngineLimits {
 }
 
 /** The runner side of an engine: a session (or a fake in tests) and how to read its outputs. */
-export interface Runner<R> {
-  run(t: BatchTensors): Promise<R[]>;
+export interface Runner<R, T = BatchTensors> {
+  run(t: T): Promise<R[]>;
 }
 
 export interface EngineResult<R> {
@@ -29,10 +30,12 @@ export interface EngineResult<R> {
 
 export type EngineState = "loading" | "ready" | "broken" | "stopped";
 
-interface Prepared<R> {
-  items: Item<R>[];
-  tensors: BatchTensors;
+interface Prepared<R, I, T> {
+  items: Item<R, I>[];
+  tensors: T;
   tokens: number;
+  /** Rows x padded length: the share of the token budget the batch takes. */
+  padded: number;
 }
 
 /** Pads a batch into flat tensors. */
@@ -55,6 +58,17 @@ export function buildTensors(encs: readonly Encoded[], padId: number): BatchTens
   return { batch, seqLen, inputIds, attentionMask, tokenTypeIds };
 }
 
+/** Text batches: token ids padded with the model's pad id. */
+export function tokenBatches(padId: number): BatchInput<Encoded, BatchTensors> {
+  return {
+    lengthOf: (e) => e.ids.length,
+    assemble(encs) {
+      const tensors = buildTensors(encs, padId);
+      return { tensors, padded: tensors.batch * tensors.seqLen };
+    },
+  };
+}
+
 export function sessionRunner<R>(session: ModelSession, reader: TaskReader<R>): Runner<R> {
   const output = reader.outputName(session.outputNames);
   return {
@@ -72,24 +86,28 @@ export function sessionRunner<R>(session: ModelSession, reader: TaskReader<R>): 
   };
 }
 
-export class Engine<R> {
+/** I: what the queue holds (tokenized text by default); T: the tensors a batch becomes for the runner. */
+export class Engine<R, I = Encoded, T = BatchTensors> {
   state: EngineState = "loading";
   lastError: string | null = null;
-  private readonly queue: InputQueue<R>;
+  private readonly queue: InputQueue<R, I>;
+  private readonly input: BatchInput<I, T>;
   private running = false;
-  private prepared: Prepared<R> | null = null;
+  private prepared: Prepared<R, I, T> | null = null;
   private consecutiveFailures = 0;
   private idleWaiters: Array<() => void> = [];
   private batchCount = 0;
 
   constructor(
     readonly name: string,
-    private readonly runner: Runner<R>,
-    private readonly padId: number,
+    private readonly runner: Runner<R, T>,
+    /** A pad id (text: token batches) or how this engine's inputs are batched. */
+    padIdOrInput: number | BatchInput<I, T>,
     private limits: EngineLimits,
     private readonly metrics: Metrics | null = null,
   ) {
-    this.queue = new InputQueue<R>(limits.maxQueueSize);
+    this.input = typeof padIdOrInput === "number" ? (tokenBatches(padIdOrInput) as unknown as BatchInput<I, T>) : padIdOrInput;
+    this.queue = new InputQueue<R, I>(limits.maxQueueSize);
     metrics?.queueDepth.set({ model: name }, () => this.queue.size + (this.prepared?.items.length ?? 0));
   }
 
@@ -107,7 +125,7 @@ export class Engine<R> {
   }
 
   /** Queues already tokenized inputs; resolves with one result per input, in order. */
-  submit(encoded: readonly Encoded[], signal?: AbortSignal): Promise<EngineResult<R>> {
+  submit(encoded: readonly I[], signal?: AbortSignal): Promise<EngineResult<R>> {
     if (this.state === "stopped") return Promise.reject(new Unavailable(`model ${this.name} is shutting down`));
     if (this.state === "loading") return Promise.reject(new Unavailable(`model ${this.name} is still loading`));
     if (encoded.length === 0) return Promise.resolve({ results: [], queueMs: 0, inferenceMs: 0 });
@@ -118,7 +136,7 @@ export class Engine<R> {
         reject,
       );
       try {
-        this.queue.push(job, encoded);
+        this.queue.push(job, encoded, this.input.lengthOf);
       } catch (e) {
         this.metrics?.rejected.inc({ model: this.name }, encoded.length);
         reject(e);
@@ -138,7 +156,7 @@ export class Engine<R> {
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
-  private cut(): Prepared<R> | null {
+  private cut(): Prepared<R, I, T> | null {
     const view = this.queue.view();
     if (view.length === 0) return null;
     const indices = selectBatch(view, {
@@ -147,16 +165,16 @@ export class Engine<R> {
       window: windowFor(this.limits.maxBatchSize),
     });
     const items = this.queue.take(indices);
-    const tensors = buildTensors(items.map((i) => i.enc), this.padId);
+    const { tensors, padded } = this.input.assemble(items.map((i) => i.enc));
     let tokens = 0;
     for (const i of items) tokens += i.length;
-    return { items, tensors, tokens };
+    return { items, tensors, tokens, padded };
   }
 
   /** A prepared batch with room left is re-cut with what arrived while it waited. */
-  private topUp(p: Prepared<R>): Prepared<R> | null {
+  private topUp(p: Prepared<R, I, T>): Prepared<R, I, T> | null {
     const live = p.items.filter((i) => !i.job.cancelled);
-    const full = live.length >= this.limits.maxBatchSize || live.length * p.tensors.seqLen >= this.limits.maxBatchTokens;
+    const full = live.length >= this.limits.maxBatchSize || live.length * (p.padded / p.items.length) >= this.limits.maxBatchTokens;
     if (live.length === p.items.length && (full || this.queue.size === 0)) return p;
     this.queue.putBack(live);
     return this.cut();
@@ -188,7 +206,7 @@ export class Engine<R> {
     for (const w of waiters) w();
   }
 
-  private async execute(batch: Prepared<R>): Promise<void> {
+  private async execute(batch: Prepared<R, I, T>): Promise<void> {
     const start = performance.now();
     const batchId = ++this.batchCount;
     for (const item of batch.items) item.job.lastStartAt = Math.max(item.job.lastStartAt, start);
@@ -217,7 +235,7 @@ export class Engine<R> {
     const labels = { model: this.name };
     this.metrics?.inferenceSeconds.observe(labels, ms / 1000);
     this.metrics?.batchSize.observe(labels, batch.items.length);
-    this.metrics?.batchTokens.observe(labels, batch.tensors.batch * batch.tensors.seqLen);
+    this.metrics?.batchTokens.observe(labels, batch.padded);
     this.metrics?.tokens.inc(labels, batch.tokens);
     batch.items.forEach((item, row) => {
       const job = item.job;

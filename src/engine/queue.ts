@@ -23,18 +23,19 @@ export class Job<R> {
   }
 }
 
-export interface Item<R> {
+/** One queued input: tokenized text (Encoded) by default, or a preprocessed media tensor. */
+export interface Item<R, I = Encoded> {
   job: Job<R>;
   /** Position of this input in its request. */
   index: number;
-  enc: Encoded;
+  enc: I;
   length: number;
   /** Arrival order, to keep FIFO when items are put back. */
   seq: number;
 }
 
-export class InputQueue<R> {
-  private items: Item<R>[] = [];
+export class InputQueue<R, I = Encoded> {
+  private items: Item<R, I>[] = [];
   private seq = 0;
 
   constructor(private readonly maxSize: number) {}
@@ -43,15 +44,15 @@ export class InputQueue<R> {
     return this.items.length;
   }
 
-  /** Accepts all inputs of a job or none of them. */
-  push(job: Job<R>, encoded: readonly Encoded[]): void {
+  /** Accepts all inputs of a job or none of them. `lengthOf` is an input's cost in the batch token budget. */
+  push(job: Job<R>, encoded: readonly I[], lengthOf: (input: I) => number = (e) => (e as Encoded).ids.length): void {
     if (this.items.length + encoded.length > this.maxSize) {
       throw new Overloaded(
         `queue full: ${this.items.length} inputs waiting (limit ${this.maxSize}); retry shortly`,
         Math.max(1, Math.ceil(this.items.length / this.maxSize)),
       );
     }
-    encoded.forEach((enc, index) => this.items.push({ job, index, enc, length: enc.ids.length, seq: this.seq++ }));
+    encoded.forEach((enc, index) => this.items.push({ job, index, enc, length: lengthOf(enc), seq: this.seq++ }));
   }
 
   /** Removes a cancelled job's waiting inputs and fails it. */
@@ -62,12 +63,12 @@ export class InputQueue<R> {
     job.reject(new Cancelled("the client disconnected; its queued inputs were dropped"));
   }
 
-  view(): readonly Item<R>[] {
+  view(): readonly Item<R, I>[] {
     return this.items;
   }
 
   /** Takes the items at these (ascending) indices out of the queue. */
-  take(indices: readonly number[]): Item<R>[] {
+  take(indices: readonly number[]): Item<R, I>[] {
     const taken = indices.map((i) => this.items[i]!);
     const drop = new Set(indices);
     // Chosen items come from the window at the head, so rebuilding only the head keeps this cheap.
@@ -78,7 +79,7 @@ export class InputQueue<R> {
   }
 
   /** Returns items to the queue in arrival order (a prepared batch being topped up). */
-  putBack(items: readonly Item<R>[]): void {
+  putBack(items: readonly Item<R, I>[]): void {
     const live = items.filter((i) => !i.job.cancelled);
     if (!live.length) return;
     this.items = live.concat(this.items).sort((a, b) => a.seq - b.seq);
