@@ -34,10 +34,21 @@ export interface ServerConfig {
   maxInputsPerRequest: number;
   maxInputChars: number;
   tokenizerWorkers: number;
+  media: MediaConfig;
   shutdownTimeoutSeconds: number;
   preloadOnly: boolean;
   cacheDir: string | null;
   models: ModelConfig[];
+}
+
+/** Image and audio inputs: decoding limits, the worker pool, and fetching http(s) URLs. */
+export interface MediaConfig {
+  workers: number;
+  maxBytes: number;
+  maxImagePixels: number;
+  allowUrls: boolean;
+  urlTimeoutSeconds: number;
+  urlPublicOnly: boolean;
 }
 
 type Kind = "string" | "int" | "bool" | "enum" | "list";
@@ -109,6 +120,18 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "longest single input string accepted, in characters" },
   { name: "tokenizer-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(4, cores)",
     help: "tokenizer worker threads" },
+  { name: "media-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(2, cores)",
+    help: "worker threads that decode and preprocess image/audio inputs (started only when a multimodal model is served)" },
+  { name: "max-media-bytes", kind: "int", perModel: false, default: 16 * 1024 * 1024,
+    help: "largest image/audio file accepted, as decoded from a data: URI or downloaded from a URL (413 past it)" },
+  { name: "max-image-pixels", kind: "int", perModel: false, default: 25_000_000,
+    help: "largest image accepted, in width x height pixels (decompression bombs)" },
+  { name: "allow-media-urls", kind: "bool", perModel: false, default: true,
+    help: "fetch http(s) URLs given as image/audio inputs (--no-allow-media-urls: data: URIs only)" },
+  { name: "media-url-timeout", kind: "int", perModel: false, default: 10,
+    help: "seconds allowed for fetching one media URL, connection to last byte" },
+  { name: "media-url-public-only", kind: "bool", perModel: false, default: false,
+    help: "fetch media URLs only from public addresses: also refuse loopback, private, CGNAT and unique-local ranges (link-local and cloud metadata addresses are always refused)" },
   { name: "shutdown-timeout", kind: "int", perModel: false, default: 30,
     help: "seconds to finish queued work after SIGTERM/SIGINT" },
   { name: "cache-dir", kind: "string", perModel: false, default: null, defaultLabel: "$INFINITY_HOME or $HF_HOME/hub",
@@ -340,6 +363,14 @@ export function buildConfig(src: Sources): ServerConfig {
     maxInputsPerRequest: positive("max-inputs-per-request"),
     maxInputChars: positive("max-input-chars"),
     tokenizerWorkers: workers || Math.max(1, Math.min(4, src.cpuCount)),
+    media: {
+      workers: (server("media-workers") as number) || Math.max(1, Math.min(2, src.cpuCount)),
+      maxBytes: positive("max-media-bytes"),
+      maxImagePixels: positive("max-image-pixels"),
+      allowUrls: server("allow-media-urls") as boolean,
+      urlTimeoutSeconds: positive("media-url-timeout"),
+      urlPublicOnly: server("media-url-public-only") as boolean,
+    },
     shutdownTimeoutSeconds: server("shutdown-timeout") as number,
     preloadOnly: server("preload-only") as boolean,
     cacheDir: (server("cache-dir") as string | null) ?? null,

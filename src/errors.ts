@@ -22,6 +22,16 @@ export class InvalidInput extends InfinityError {
   readonly code = "invalid_input";
 }
 
+/** An image or audio input that cannot be fetched, decoded or preprocessed (or exceeds a media limit). */
+export class InvalidMedia extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code: string;
+  constructor(message: string, param: string | null = null, code = "invalid_media") {
+    super(message, param);
+    this.code = code;
+  }
+}
+
 /** The request names a model that is not served. */
 export class ModelNotFound extends InfinityError {
   readonly type = "invalid_request_error";

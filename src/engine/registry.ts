@@ -5,16 +5,21 @@ import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound } from "../errors";
 import { log } from "../log";
 import type { Metrics } from "../metrics";
-import { readLayout, type ModelLayout, type Task } from "../model/layout";
+import { readLayout, type Modality, type ModelLayout, type Task } from "../model/layout";
+import type { MediaPool } from "../media/pool";
+import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
+import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
 import { ModelSession } from "../model/session";
 import { classifyReader } from "../tasks/classify";
-import { embedReader } from "../tasks/embed";
+import { embedReader, projectionReader } from "../tasks/embed";
 import { rerankReader } from "../tasks/rerank";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
-import { Engine, sessionRunner } from "./engine";
+import { Engine, sessionRunner, type Runner } from "./engine";
+import { featureBatches, type FeatureBatch } from "./inputs";
+import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "./towers";
 
 /** Route families a model can serve. */
 export type Capability = "embed" | "rerank" | "classify";
@@ -39,13 +44,28 @@ interface Base {
   encoder: Encoder;
   session: ModelSession;
 }
+/** The image or audio tower of a multimodal model: its own engine over preprocessed tensors. */
+export interface MediaTower {
+  modality: "image" | "audio";
+  engine: Engine<Float32Array, Float32Array, FeatureBatch>;
+  /** Its own session, or null when it shares the combined export's session with the text tower. */
+  session: ModelSession | null;
+  /** Decodes and preprocesses files in the media workers: one tensor per input. */
+  prepare(files: Uint8Array[]): Promise<Float32Array[]>;
+}
+
 export type ServedModel =
-  | (Base & { task: "embed"; engine: Engine<Float32Array> })
+  | (Base & { task: "embed"; engine: Engine<Float32Array>; media: MediaTower | null })
   | (Base & { task: "rerank"; engine: Engine<number> })
   | (Base & { task: "classify"; engine: Engine<Float32Array> });
 
 export function capabilitiesOf(task: Task): Capability[] {
   return [task];
+}
+
+/** What a model embeds, for /models and error messages. */
+export function modalitiesOf(m: ServedModel): Modality[] {
+  return m.layout.modalities;
 }
 
 /** The route that serves a task, for error messages. */
@@ -78,6 +98,9 @@ export class Registry {
   constructor(
     private readonly pool: TokenizerPool,
     private readonly metrics: Metrics | null,
+    /** Media workers, for multimodal models; settings of their decoders. */
+    private readonly mediaPool: MediaPool | null = null,
+    private readonly mediaLimits: { maxImagePixels: number } = { maxImagePixels: 25_000_000 },
   ) {}
 
   list(): ServedModel[] {
@@ -85,7 +108,11 @@ export class Registry {
   }
 
   get ready(): boolean {
-    return !this.loading && this.models.size > 0 && this.list().every((m) => m.engine.state === "ready");
+    return (
+      !this.loading &&
+      this.models.size > 0 &&
+      this.list().every((m) => m.engine.state === "ready" && (m.task !== "embed" || !m.media || m.media.engine.state === "ready"))
+    );
   }
 
   get isLoading(): boolean {
@@ -141,6 +168,7 @@ export class Registry {
       }
       this.models.set(m.name, m);
       m.engine.start();
+      if (m.task === "embed") m.media?.engine.start();
       this.metrics?.memoryBytes.set({ model: m.name }, m.memoryBytes);
       log.info("model ready", {
         model: m.name,
@@ -188,9 +216,43 @@ export class Registry {
       session,
     };
     const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, sessionRunner(session, reader), padId, limits, this.metrics);
+    if (layout.media) {
+      if (layout.task !== "embed") throw new ModelLoadError(`${layout.architecture} with ${layout.media.modality} inputs can only serve embeddings`);
+      const media = layout.media;
+      const image = media.modality === "image";
+      const inputName = image ? IMAGE_INPUT : AUDIO_INPUT;
+      const shape = image ? imageInputShape(media) : audioInputShape(media);
+      const mediaReader = image ? imageReader : audioReader;
+      const textReader = projectionReader("text_embeds");
+      let mediaSession: ModelSession | null = null;
+      let textRunner: Runner<Float32Array>;
+      let towerRunner;
+      if (media.combined) {
+        textRunner = combinedTextRunner(session, textReader, mediaDummy(inputName, shape));
+        towerRunner = mediaRunner(session, mediaReader, inputName, textDummy(padId));
+      } else {
+        mediaSession = await ModelSession.create(join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads });
+        textRunner = sessionRunner(session, textReader);
+        towerRunner = mediaRunner(mediaSession, mediaReader, inputName);
+      }
+      if (!this.mediaPool) throw new ModelLoadError("media models need the media worker pool");
+      const pool = this.mediaPool;
+      const mediaKey = `${key}#${media.modality}`;
+      await pool.load({ key: mediaKey, modality: media.modality, preprocessor: media.preprocessor, imageSize: media.imageSize, maxPixels: this.mediaLimits.maxImagePixels });
+      // Each media input costs 1 in the batch budget: a batch holds up to --batch-size of them.
+      const towerLimits = { ...limits, maxBatchTokens: c.batchSize };
+      const tower: MediaTower = {
+        modality: media.modality,
+        engine: new Engine(`${key}/${media.modality}`, towerRunner, featureBatches(shape), towerLimits, this.metrics),
+        session: mediaSession,
+        prepare: (files) => pool.process(mediaKey, files),
+      };
+      const memoryBytes = Math.max(0, process.memoryUsage().rss - rssBefore);
+      return { ...base, memoryBytes, sessionBytes: memoryBytes, task: "embed", engine: new Engine(key, textRunner, padId, limits, this.metrics), media: tower };
+    }
     switch (layout.task) {
       case "embed":
-        return { ...base, task: "embed", engine: engine(embedReader(layout.pooling)) };
+        return { ...base, task: "embed", engine: engine(embedReader(layout.pooling)), media: null };
       case "rerank":
         return { ...base, task: "rerank", engine: engine(rerankReader) };
       case "classify":
@@ -217,6 +279,13 @@ export class Registry {
     }
     const seconds = (performance.now() - t0) / 1000;
     m.warmupTokensPerSecond = tokens / seconds;
+    if (m.task === "embed" && m.media) {
+      // One zero input through the media tower, so its first request does not pay for session initialisation.
+      const tower = m.media;
+      tower.engine.start();
+      const size = tower.modality === "image" ? imageInputShape(m.layout.media!) : audioInputShape(m.layout.media!);
+      await tower.engine.submit([new Float32Array(size.reduce((a, b) => a * b, 1))]);
+    }
     const arena = Math.max(0, process.memoryUsage().rss - rssBefore);
     m.memoryBytes += arena;
     const padded = count * Math.max(...encoded.map((e) => e.ids.length));
@@ -235,12 +304,16 @@ export class Registry {
   }
 
   async idle(): Promise<void> {
-    await Promise.all(this.list().map((m) => m.engine.idle()));
+    await Promise.all(this.list().map((m) => Promise.all([m.engine.idle(), m.task === "embed" ? m.media?.engine.idle() : undefined])));
   }
 
   async close(): Promise<void> {
     for (const m of this.models.values()) {
       m.engine.stop();
+      if (m.task === "embed" && m.media) {
+        m.media.engine.stop();
+        await m.media.session?.release().catch(() => {});
+      }
       await m.session.release().catch(() => {});
     }
   }

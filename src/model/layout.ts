@@ -6,6 +6,23 @@ import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
 
 export type Task = "embed" | "rerank" | "classify";
+export type Modality = "text" | "image" | "audio";
+
+/**
+ * The towers of a CLIP/SigLIP (text + image) or CLAP (text + audio) repository: either separate exports
+ * (onnx/text_model.onnx + onnx/vision_model.onnx or onnx/audio_model.onnx, each with its projected output) or one
+ * combined onnx/model.onnx that takes both towers' inputs.
+ */
+export interface MediaLayout {
+  modality: "image" | "audio";
+  /** ONNX file of the text tower; the same file as mediaFile when combined. */
+  textFile: string;
+  mediaFile: string;
+  combined: boolean;
+  preprocessor: Record<string, unknown>;
+  /** Vision tower input size from config.json (fallback when the preprocessor config omits sizes). */
+  imageSize: number | null;
+}
 export type Pooling = "mean" | "cls" | "max" | "last" | "mean_sqrt_len" | "weighted_mean";
 
 export interface ModelLayout {
@@ -13,8 +30,12 @@ export interface ModelLayout {
   task: Task;
   modelType: string;
   architecture: string;
-  /** Path of the chosen ONNX file, relative to dir. */
+  /** Path of the chosen ONNX file, relative to dir (the text tower for multimodal models). */
   onnxFile: string;
+  /** Inputs this model embeds: ["text"], or ["text", "image"] / ["text", "audio"]. */
+  modalities: Modality[];
+  /** Multimodal models only. */
+  media: MediaLayout | null;
   dtype: Exclude<Dtype, "auto">;
   /** Longest sequence fed to the model, special tokens included. */
   maxLength: number;
@@ -62,6 +83,56 @@ export function chooseOnnxFile(files: readonly string[], dtype: Dtype): { file: 
     `no ONNX export for dtype ${dtype}: looked for ${looked.join(", ")}` +
       (present.length ? `; the repository has ${present.join(", ")}` : "; the repository has no .onnx file (export it with optimum or sentence-transformers' ONNX backend)"),
   );
+}
+
+const TOWER_SUFFIX: Record<Exclude<Dtype, "auto">, string[]> = {
+  float32: [""],
+  float16: ["_fp16"],
+  int8: ["_quantized", "_int8", "_uint8"],
+};
+
+/** Which media tower a config.json describes: vision_config (CLIP, SigLIP) or audio_config (CLAP). */
+export function mediaModalityOf(config: Record<string, unknown>): "image" | "audio" | null {
+  if (config.vision_config && typeof config.vision_config === "object") return "image";
+  if (config.audio_config && typeof config.audio_config === "object") return "audio";
+  return null;
+}
+
+/**
+ * The ONNX files of a multimodal model for a dtype: the separate tower exports when both are there, else the
+ * combined model.onnx. Pure, so hub listings and folders share it.
+ */
+export function chooseTowerFiles(files: readonly string[], dtype: Dtype, modality: "image" | "audio"): { text: string; media: string; combined: boolean; dtype: Exclude<Dtype, "auto"> } {
+  const have = new Set(files);
+  const order = dtype === "auto" ? AUTO_ORDER : [dtype];
+  const tower = modality === "image" ? "vision" : "audio";
+  for (const d of order) {
+    for (const sfx of TOWER_SUFFIX[d]) {
+      const text = `onnx/text_model${sfx}.onnx`;
+      const media = `onnx/${tower}_model${sfx}.onnx`;
+      if (have.has(text) && have.has(media)) return { text, media, combined: false, dtype: d };
+    }
+  }
+  try {
+    const { file, dtype: d } = chooseOnnxFile(files, dtype);
+    return { text: file, media: file, combined: true, dtype: d };
+  } catch (e) {
+    throw new ModelLoadError(`no ONNX export for this ${modality} model: looked for onnx/text_model.onnx + onnx/${tower}_model.onnx (and dtype variants); ${(e as Error).message}`);
+  }
+}
+
+/** The ONNX files a repository listing needs for a dtype: both towers of a multimodal export, or the one model file. */
+export function onnxFilesFor(files: readonly string[], dtype: Dtype): string[] {
+  const modality = files.some((f) => /^onnx\/vision_model[^/]*\.onnx$/.test(f)) ? "image" : files.some((f) => /^onnx\/audio_model[^/]*\.onnx$/.test(f)) ? "audio" : null;
+  if (modality && files.some((f) => /^onnx\/text_model[^/]*\.onnx$/.test(f))) {
+    try {
+      const t = chooseTowerFiles(files, dtype, modality);
+      return t.combined ? [t.text] : [t.text, t.media];
+    } catch {
+      /* fall through to the single-file rule and its message */
+    }
+  }
+  return [chooseOnnxFile(files, dtype).file];
 }
 
 /** External weight files that belong to an ONNX file (both naming conventions in use on the hub). */
@@ -168,7 +239,28 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   }
 
   const { task, labels } = taskOf(config);
-  const { file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype);
+  const modality = mediaModalityOf(config);
+  let onnxFile: string;
+  let chosen: Exclude<Dtype, "auto">;
+  let media: MediaLayout | null = null;
+  if (modality) {
+    const towers = chooseTowerFiles(files, dtype, modality);
+    onnxFile = towers.text;
+    chosen = towers.dtype;
+    const preprocessor = readJson(dir, "preprocessor_config.json");
+    if (!preprocessor) throw new ModelLoadError(`${dir}: missing preprocessor_config.json (needed for ${modality} inputs)`);
+    const vision = (config.vision_config ?? {}) as Record<string, unknown>;
+    media = {
+      modality,
+      textFile: towers.text,
+      mediaFile: towers.media,
+      combined: towers.combined,
+      preprocessor,
+      imageSize: Number.isFinite(Number(vision.image_size)) ? Number(vision.image_size) : null,
+    };
+  } else {
+    ({ file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype));
+  }
 
   // sentence-transformers modules: Transformer (maybe in a sub-folder), Pooling, Normalize, Dense.
   const modules = readModules(readJson(dir, "modules.json"));
@@ -212,9 +304,13 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   }
   const defaultPromptName = typeof stMeta?.default_prompt_name === "string" ? stMeta.default_prompt_name : null;
 
-  const hidden = Number(config.hidden_size ?? config.d_model ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
+  // Multimodal towers output projections: their shared space has projection_dim dimensions.
+  const hidden = media
+    ? Number(config.projection_dim ?? (config.text_config as Record<string, unknown> | undefined)?.projection_dim)
+    : Number(config.hidden_size ?? config.d_model ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
   let weightBytes = 0;
-  for (const f of [onnxFile, ...externalDataFiles(onnxFile, files)]) {
+  const onnxFiles = media && !media.combined ? [media.textFile, media.mediaFile] : [onnxFile];
+  for (const f of onnxFiles.flatMap((o) => [o, ...externalDataFiles(o, files)])) {
     try { weightBytes += Bun.file(join(dir, f)).size; } catch { /* size is informational */ }
   }
 
@@ -224,6 +320,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     modelType: String(config.model_type ?? "unknown"),
     architecture: Array.isArray(config.architectures) ? String(config.architectures[0]) : "unknown",
     onnxFile,
+    modalities: media ? ["text", media.modality] : ["text"],
+    media,
     dtype: chosen,
     maxLength,
     pooling,

@@ -6,7 +6,7 @@ import { homedir } from "node:os";
 import type { Dtype } from "../config";
 import { ModelLoadError } from "../errors";
 import { log } from "../log";
-import { chooseOnnxFile, externalDataFiles, METADATA_FILES } from "./layout";
+import { externalDataFiles, METADATA_FILES, onnxFilesFor } from "./layout";
 
 export interface HubSettings {
   /** Hub base URL (HF_ENDPOINT), e.g. https://huggingface.co. */
@@ -72,9 +72,10 @@ export function filesToFetch(repoFiles: readonly string[], dtype: Dtype): string
     // Pooling / Normalize / Dense module configs of sentence-transformers live in numbered folders.
     if (/^\d+_[^/]+\/config\.json$/.test(f) || /^[^/]+\/sentence_bert_config\.json$/.test(f)) wanted.add(f);
   }
-  const { file } = chooseOnnxFile(repoFiles, dtype);
-  wanted.add(file);
-  for (const f of externalDataFiles(file, repoFiles)) wanted.add(f);
+  for (const file of onnxFilesFor(repoFiles, dtype)) {
+    wanted.add(file);
+    for (const f of externalDataFiles(file, repoFiles)) wanted.add(f);
+  }
   return [...wanted];
 }
 
@@ -160,7 +161,7 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
     }
     const dir = join(repo, "snapshots", cachedCommit);
     const files = listFolder(dir);
-    chooseOnnxFile(files, dtype); // a clear error if the cached snapshot lacks the dtype's file
+    onnxFilesFor(files, dtype); // a clear error if the cached snapshot lacks the dtype's file
     return { dir, files, source: "cache" };
   }
 

@@ -145,6 +145,24 @@ export class ModelSession {
     return result;
   }
 
+  /**
+   * Runs with feeds the caller builds (media towers: pixel_values, input_features; the dummy inputs of a combined
+   * multimodal export). Int32 feeds are widened where the model declares int64.
+   */
+  async runFeeds(feeds: Record<string, { data: Float32Array | Int32Array; dims: number[] }>, outputName: string): Promise<OutputTensor> {
+    const tensors: Record<string, ort.Tensor> = {};
+    for (const name of this.inputNames) {
+      const f = feeds[name];
+      if (!f) throw new ModelLoadError(`the ONNX model declares an input "${name}" this server cannot feed`);
+      tensors[name] = f.data instanceof Float32Array ? new ort.Tensor("float32", f.data, f.dims) : this.tensor(name, f.data, f.dims);
+    }
+    const out = await this.session.run(tensors, [outputName]);
+    const tensor = out[outputName]!;
+    const result = { name: outputName, data: toFloat32(tensor), dims: tensor.dims.slice() };
+    tensor.dispose?.();
+    return result;
+  }
+
   async release(): Promise<void> {
     await this.session.release();
   }

@@ -1,6 +1,6 @@
 // The one error shape (OpenAI style) and the one mapping from typed errors to HTTP statuses.
 import {
-  BadBody, CapabilityMismatch, Cancelled, InferenceFailed, InfinityError, InvalidInput, ModelNotFound, Overloaded,
+  BadBody, CapabilityMismatch, Cancelled, InferenceFailed, InfinityError, InvalidInput, InvalidMedia, ModelNotFound, Overloaded,
   PayloadTooLarge, RouteNotFound, Unauthorized, Unavailable,
 } from "../errors";
 import { log } from "../log";
@@ -16,6 +16,7 @@ export interface ErrorReply {
 }
 
 function statusOf(e: InfinityError): number {
+  if (e instanceof InvalidMedia) return e.code === "media_too_large" ? 413 : e.code === "unsupported_media_type" ? 415 : 400;
   if (e instanceof InvalidInput || e instanceof ModelNotFound || e instanceof CapabilityMismatch) return 400;
   if (e instanceof BadBody) return e.unsupportedMediaType ? 415 : 400;
   if (e instanceof Unauthorized) return 401;

@@ -14,7 +14,8 @@ export const EmbeddingsRequest = t.Object(
         t.Array(t.Array(t.Integer())),
       ],
       {
-        description: "text, list of texts, or token ids of the model's own vocabulary (one list or a list of lists)",
+        description:
+          "text, list of texts, or token ids of the model's own vocabulary (one list or a list of lists); with modality image or audio, data: URIs (base64) or http(s) URLs",
         error: "`input` must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
       },
     ),
@@ -24,7 +25,7 @@ export const EmbeddingsRequest = t.Object(
     ),
     dimensions: t.Optional(t.Integer({ description: "Matryoshka: keep the first n dimensions, then re-normalise", error: "`dimensions` must be an integer" })),
     user: t.Optional(t.String()),
-    modality: t.Optional(t.String({ description: "text (default)" })),
+    modality: t.Optional(t.String({ description: "text (default), image or audio: what `input` holds; image/audio need a multimodal model (CLIP, SigLIP, CLAP)" })),
     prompt_name: t.Optional(t.String({ description: "prompt from the model's config_sentence_transformers.json, e.g. query" })),
   },
   { additionalProperties: true },
@@ -106,6 +107,7 @@ export const ModelsResponse = t.Object({
       created: t.Integer(),
       owned_by: t.String(),
       capabilities: t.Array(t.String()),
+      modalities: t.Array(t.String()),
       task: t.String(),
       backend: t.String(),
       model_id: t.String(),

@@ -5,6 +5,7 @@ import { Registry } from "../engine/registry";
 import { log } from "../log";
 import { Metrics } from "../metrics";
 import type { HubSettings } from "../model/resolve";
+import { MediaPool } from "../media/pool";
 import { TokenizerPool } from "../tokenize/pool";
 import { createApp } from "./app";
 import type { ServerContext } from "./context";
@@ -22,7 +23,9 @@ export interface RunningServer {
 export function startServer(config: ServerConfig, hub: HubSettings): RunningServer {
   const metrics = new Metrics();
   const pool = new TokenizerPool(config.tokenizerWorkers);
-  const registry = new Registry(pool, metrics);
+  // Media workers start with the first multimodal model, so text-only servers run none.
+  const mediaPool = new MediaPool(config.media.workers);
+  const registry = new Registry(pool, metrics, mediaPool, { maxImagePixels: config.media.maxImagePixels });
   const ctx: ServerContext = { config, registry, metrics, shuttingDown: false, inflight: 0 };
   const app = createApp(ctx);
   app.listen({
@@ -56,6 +59,7 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
       await server.stop(true);
       await registry.close();
       pool.close();
+      mediaPool.close();
       log.info("stopped");
     })();
     return closing;

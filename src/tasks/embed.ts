@@ -90,3 +90,19 @@ export function toBase64(v: Float32Array): string {
   // Float32Array is little-endian on every platform Bun runs on.
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
 }
+
+/** Projected embeddings a tower already pools (CLIP/CLAP text_embeds, image_embeds, audio_embeds): [batch, dim] rows. */
+export function projectionReader(output: string): TaskReader<Float32Array> {
+  return {
+    outputName(names) {
+      if (!names.includes(output)) throw new Error(`the ONNX model has no output "${output}" (it has ${names.join(", ")})`);
+      return output;
+    },
+    read(out: OutputTensor) {
+      const h = out.dims[out.dims.length - 1]!;
+      const rows: Float32Array[] = new Array(out.dims[0]!);
+      for (let b = 0; b < rows.length; b++) rows[b] = out.data.slice(b * h, (b + 1) * h);
+      return rows;
+    },
+  };
+}

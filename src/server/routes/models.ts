@@ -1,6 +1,6 @@
 // GET /models (OpenAI list, with each model's capabilities and limits).
 
-import { capabilitiesOf } from "../../engine/registry";
+import { capabilitiesOf, modalitiesOf } from "../../engine/registry";
 import { router, type ServerContext } from "../context";
 import { ModelsResponse } from "../schemas";
 
@@ -17,6 +17,7 @@ export function modelsRoutes(ctx: ServerContext) {
         created: started,
         owned_by: "infinity",
         capabilities: capabilitiesOf(m.task),
+        modalities: modalitiesOf(m),
         task: m.task,
         backend: `onnxruntime/${m.provider}`,
         model_id: m.config.modelId,

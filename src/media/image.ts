@@ -1,0 +1,291 @@
+// Image preprocessing for CLIP/SigLIP-style vision towers, as transformers' image processors (PIL backend) do it:
+// decode (sharp: JPEG, PNG, WebP, GIF first frame), EXIF orientation, RGB (alpha dropped, not composited, like
+// PIL's convert("RGB")), resize of the shortest edge with PIL's resampling filters, center crop, rescale,
+// normalise, CHW float32. The resampler is a port of PIL's separable, antialiased 8-bit resampler, so the pixels
+// equal what transformers feeds the model (sharp's own resize and transformers.js's affine resize differ on
+// downscaling). Knows nothing of requests: bad input raises MediaError with a message for the client.
+import sharp from "sharp";
+import { InvalidMedia as MediaError } from "../errors";
+
+/** The parts of preprocessor_config.json an image processor reads. */
+export interface ImageConfig {
+  doResize: boolean;
+  /** Resize target: shortest edge (CLIP) or an exact height/width (SigLIP). */
+  size: { shortestEdge: number } | { height: number; width: number };
+  /** PIL resample code: 0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming. */
+  resample: number;
+  doCenterCrop: boolean;
+  crop: { height: number; width: number };
+  doRescale: boolean;
+  rescaleFactor: number;
+  doNormalize: boolean;
+  mean: [number, number, number];
+  std: [number, number, number];
+  doConvertRgb: boolean;
+}
+
+const triple = (v: unknown, fallback: number): [number, number, number] =>
+  Array.isArray(v) && v.length === 3 ? [Number(v[0]), Number(v[1]), Number(v[2])] : typeof v === "number" ? [v, v, v] : [fallback, fallback, fallback];
+
+/** Reads preprocessor_config.json (CLIPImageProcessor, SiglipImageProcessor and kin). */
+export function imageConfigFrom(pre: Record<string, unknown>, modelImageSize: number | null): ImageConfig {
+  const size = (pre.size ?? {}) as Record<string, number>;
+  const fallback = modelImageSize ?? 224;
+  const resizeTo: ImageConfig["size"] =
+    typeof pre.size === "number" ? { shortestEdge: pre.size as number }
+    : size.shortest_edge ? { shortestEdge: size.shortest_edge }
+    : { height: Number(size.height ?? fallback), width: Number(size.width ?? fallback) };
+  const cropRaw = pre.crop_size;
+  const crop =
+    typeof cropRaw === "number" ? { height: cropRaw, width: cropRaw }
+    : cropRaw && typeof cropRaw === "object" ? { height: Number((cropRaw as Record<string, number>).height), width: Number((cropRaw as Record<string, number>).width) }
+    : "shortestEdge" in resizeTo ? { height: resizeTo.shortestEdge, width: resizeTo.shortestEdge } : { height: resizeTo.height, width: resizeTo.width };
+  return {
+    doResize: pre.do_resize !== false,
+    size: resizeTo,
+    resample: Number(pre.resample ?? 3),
+    doCenterCrop: pre.do_center_crop === true || (pre.do_center_crop === undefined && "shortestEdge" in resizeTo),
+    crop,
+    doRescale: pre.do_rescale !== false,
+    rescaleFactor: Number(pre.rescale_factor ?? 1 / 255),
+    doNormalize: pre.do_normalize !== false,
+    mean: triple(pre.image_mean, 0.5),
+    std: triple(pre.image_std, 0.5),
+    doConvertRgb: pre.do_convert_rgb !== false,
+  };
+}
+
+/** The [3, height, width] tensor the vision tower takes. */
+export function pixelShape(cfg: ImageConfig): [number, number, number] {
+  if (cfg.doCenterCrop) return [3, cfg.crop.height, cfg.crop.width];
+  if ("shortestEdge" in cfg.size) return [3, cfg.size.shortestEdge, cfg.size.shortestEdge];
+  return [3, cfg.size.height, cfg.size.width];
+}
+
+export interface RgbImage {
+  width: number;
+  height: number;
+  /** Interleaved RGB, 8 bits per channel. */
+  data: Uint8Array;
+}
+
+export interface DecodeLimits {
+  /** Largest width x height accepted (decompression bombs). */
+  maxPixels: number;
+}
+
+const FORMATS = new Set(["jpeg", "png", "webp", "gif"]);
+export const SUPPORTED_IMAGES = "JPEG, PNG, WebP, GIF";
+
+/** Decodes an image file into RGB pixels, upright per EXIF. */
+export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Promise<RgbImage> {
+  if (bytes.length === 0) throw new MediaError("the image is empty (0 bytes)");
+  let meta: Awaited<ReturnType<ReturnType<typeof sharp>["metadata"]>>;
+  try {
+    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+  } catch {
+    throw new MediaError(`not a decodable image; supported formats: ${SUPPORTED_IMAGES}`);
+  }
+  if (!meta.format || !FORMATS.has(meta.format)) {
+    throw new MediaError(`unsupported image format ${meta.format ?? "unknown"}; supported formats: ${SUPPORTED_IMAGES}`);
+  }
+  const w = meta.width ?? 0;
+  const h = meta.height ?? 0;
+  if (w < 1 || h < 1) throw new MediaError("the image has no pixels");
+  if (w * h > limits.maxPixels) {
+    throw new MediaError(`the image is ${w}x${h} = ${w * h} pixels; at most ${limits.maxPixels} are accepted (--max-image-pixels)`);
+  }
+  try {
+    const { data, info } = await sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: "error", pages: 1 })
+      .autoOrient()
+      .removeAlpha()
+      .toColourspace("srgb")
+      .raw({ depth: "uchar" })
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3) throw new Error(`decoded ${info.channels} channels`);
+    return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+  } catch (e) {
+    throw new MediaError(`the ${meta.format.toUpperCase()} image could not be decoded (truncated or corrupt): ${(e as Error).message}`);
+  }
+}
+
+// PIL's filters (src/libImaging/Resample.c), each with its support radius.
+type Filter = { support: number; fn: (x: number) => number };
+const sinc = (x: number) => (x === 0 ? 1 : Math.sin(Math.PI * x) / (Math.PI * x));
+const FILTERS: Record<number, Filter> = {
+  0: { support: 0.5, fn: (x) => (x > -0.5 && x <= 0.5 ? 1 : 0) }, // nearest is special-cased below
+  1: { support: 3, fn: (x) => (x > -3 && x < 3 ? sinc(x) * sinc(x / 3) : 0) },
+  2: { support: 1, fn: (x) => { x = Math.abs(x); return x < 1 ? 1 - x : 0; } },
+  3: {
+    support: 2,
+    fn: (x) => {
+      const a = -0.5;
+      x = Math.abs(x);
+      if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+      if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
+      return 0;
+    },
+  },
+  4: { support: 0.5, fn: (x) => (x > -0.5 && x <= 0.5 ? 1 : 0) },
+  5: { support: 1, fn: (x) => { x = Math.abs(x); return x < 1 ? 0.54 + 0.46 * Math.cos(Math.PI * x) : 0; } },
+};
+
+const PRECISION_BITS = 32 - 8 - 2;
+
+interface Coeffs { bounds: Int32Array; kernel: Int32Array; ksize: number }
+
+/** Fixed-point filter weights per output pixel, as PIL's precompute_coeffs + normalize_coeffs_8bpc. */
+function coefficients(inSize: number, outSize: number, filter: Filter): Coeffs {
+  const scale = inSize / outSize;
+  const filterScale = Math.max(scale, 1);
+  const support = filter.support * filterScale;
+  const ksize = Math.ceil(support) * 2 + 1;
+  const bounds = new Int32Array(outSize * 2);
+  const kernel = new Int32Array(outSize * ksize);
+  const pre = new Float64Array(ksize);
+  for (let xx = 0; xx < outSize; xx++) {
+    const center = (xx + 0.5) * scale;
+    const ss = 1 / filterScale;
+    // C's (int) truncates toward zero.
+    let xmin = Math.trunc(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    let xmax = Math.trunc(center + support + 0.5);
+    if (xmax > inSize) xmax = inSize;
+    xmax -= xmin;
+    let ww = 0;
+    for (let x = 0; x < xmax; x++) {
+      const w = filter.fn((x + xmin - center + 0.5) * ss);
+      pre[x] = w;
+      ww += w;
+    }
+    for (let x = 0; x < xmax; x++) {
+      const k = ww !== 0 ? pre[x]! / ww : pre[x]!;
+      kernel[xx * ksize + x] = Math.trunc(k < 0 ? -0.5 + k * (1 << PRECISION_BITS) : 0.5 + k * (1 << PRECISION_BITS));
+    }
+    bounds[2 * xx] = xmin;
+    bounds[2 * xx + 1] = xmax;
+  }
+  return { bounds, kernel, ksize };
+}
+
+const clip8 = (v: number) => {
+  const x = v >> PRECISION_BITS;
+  return x < 0 ? 0 : x > 255 ? 255 : x;
+};
+
+function resampleHorizontal(src: RgbImage, outW: number, c: Coeffs): RgbImage {
+  const { width, height, data } = src;
+  const out = new Uint8Array(outW * height * 3);
+  const half = 1 << (PRECISION_BITS - 1);
+  for (let y = 0; y < height; y++) {
+    const row = y * width * 3;
+    for (let xx = 0; xx < outW; xx++) {
+      const xmin = c.bounds[2 * xx]!;
+      const xmax = c.bounds[2 * xx + 1]!;
+      const k = xx * c.ksize;
+      let r = half, g = half, b = half;
+      for (let x = 0; x < xmax; x++) {
+        const w = c.kernel[k + x]!;
+        const p = row + (x + xmin) * 3;
+        r += data[p]! * w;
+        g += data[p + 1]! * w;
+        b += data[p + 2]! * w;
+      }
+      const o = (y * outW + xx) * 3;
+      out[o] = clip8(r);
+      out[o + 1] = clip8(g);
+      out[o + 2] = clip8(b);
+    }
+  }
+  return { width: outW, height, data: out };
+}
+
+function resampleVertical(src: RgbImage, outH: number, c: Coeffs): RgbImage {
+  const { width, data } = src;
+  const out = new Uint8Array(width * outH * 3);
+  const half = 1 << (PRECISION_BITS - 1);
+  for (let yy = 0; yy < outH; yy++) {
+    const ymin = c.bounds[2 * yy]!;
+    const ymax = c.bounds[2 * yy + 1]!;
+    const k = yy * c.ksize;
+    for (let x = 0; x < width; x++) {
+      let r = half, g = half, b = half;
+      for (let y = 0; y < ymax; y++) {
+        const w = c.kernel[k + y]!;
+        const p = ((y + ymin) * width + x) * 3;
+        r += data[p]! * w;
+        g += data[p + 1]! * w;
+        b += data[p + 2]! * w;
+      }
+      const o = (yy * width + x) * 3;
+      out[o] = clip8(r);
+      out[o + 1] = clip8(g);
+      out[o + 2] = clip8(b);
+    }
+  }
+  return { width, height: outH, data: out };
+}
+
+function nearest(src: RgbImage, outW: number, outH: number): RgbImage {
+  const out = new Uint8Array(outW * outH * 3);
+  for (let y = 0; y < outH; y++) {
+    const sy = Math.min(src.height - 1, Math.floor((y + 0.5) * (src.height / outH)));
+    for (let x = 0; x < outW; x++) {
+      const sx = Math.min(src.width - 1, Math.floor((x + 0.5) * (src.width / outW)));
+      out.set(src.data.subarray((sy * src.width + sx) * 3, (sy * src.width + sx) * 3 + 3), (y * outW + x) * 3);
+    }
+  }
+  return { width: outW, height: outH, data: out };
+}
+
+/** PIL's Image.resize((outW, outH), resample): horizontal pass, then vertical, each rounding to 8 bits. */
+export function resize(src: RgbImage, outW: number, outH: number, resample: number): RgbImage {
+  if (src.width === outW && src.height === outH) return src;
+  if (resample === 0) return nearest(src, outW, outH);
+  const filter = FILTERS[resample];
+  if (!filter) throw new MediaError(`resample filter ${resample} is not supported`);
+  let img = src;
+  if (outW !== img.width) img = resampleHorizontal(img, outW, coefficients(img.width, outW, filter));
+  if (outH !== img.height) img = resampleVertical(img, outH, coefficients(img.height, outH, filter));
+  return img;
+}
+
+/** transformers' get_resize_output_image_size for {shortest_edge}: the long side is truncated, not rounded. */
+export function resizedSize(width: number, height: number, cfg: ImageConfig): { width: number; height: number } {
+  if (!("shortestEdge" in cfg.size)) return { width: cfg.size.width, height: cfg.size.height };
+  const s = cfg.size.shortestEdge;
+  if (width <= height) return { width: s, height: Math.trunc((s * height) / width) };
+  return { width: Math.trunc((s * width) / height), height: s };
+}
+
+/** Resize, center crop, rescale, normalise: the [3, H, W] float32 the vision tower takes. */
+export function preprocessImage(img: RgbImage, cfg: ImageConfig): Float32Array {
+  if (cfg.doResize) {
+    const to = resizedSize(img.width, img.height, cfg);
+    img = resize(img, to.width, to.height, cfg.resample);
+  }
+  const [, outH, outW] = pixelShape(cfg);
+  const cropH = cfg.doCenterCrop ? outH : img.height;
+  const cropW = cfg.doCenterCrop ? outW : img.width;
+  // transformers' center_crop: floor((size - crop) / 2); a smaller image is padded with zeros around it.
+  const top = Math.floor((img.height - cropH) / 2);
+  const left = Math.floor((img.width - cropW) / 2);
+  const plane = cropH * cropW;
+  const out = new Float32Array(3 * plane);
+  const scale = cfg.doRescale ? cfg.rescaleFactor : 1;
+  for (let c = 0; c < 3; c++) {
+    const mean = cfg.doNormalize ? cfg.mean[c]! : 0;
+    const std = cfg.doNormalize ? cfg.std[c]! : 1;
+    for (let y = 0; y < cropH; y++) {
+      const sy = y + top;
+      for (let x = 0; x < cropW; x++) {
+        const sx = x + left;
+        const inside = sy >= 0 && sy < img.height && sx >= 0 && sx < img.width;
+        const v = inside ? img.data[(sy * img.width + sx) * 3 + c]! : 0;
+        // float32 at each step, as numpy does with float32 arrays.
+        out[c * plane + y * cropW + x] = Math.fround(Math.fround(Math.fround(v * scale) - mean) / std);
+      }
+    }
+  }
+  return out;
+}

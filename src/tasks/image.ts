@@ -1,0 +1,13 @@
+// Image embeddings (CLIP/SigLIP vision towers). Preparing inputs: media/image.ts in the media workers turns a file
+// into pixel_values [3, H, W]; reading outputs: the tower's projected image_embeds, normalised like text.
+import type { MediaLayout } from "../model/layout";
+import { imageConfigFrom, pixelShape } from "../media/image";
+import { projectionReader } from "./embed";
+
+export const IMAGE_INPUT = "pixel_values";
+export const imageReader = projectionReader("image_embeds");
+
+/** The per-input tensor shape the vision tower takes, from preprocessor_config.json. */
+export function imageInputShape(media: MediaLayout): number[] {
+  return pixelShape(imageConfigFrom(media.preprocessor, media.imageSize));
+}
