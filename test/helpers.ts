@@ -67,3 +67,13 @@ export function isOddSplitCase(c: { input_ids: number[]; token_type_ids: number[
   const ourFirst = count(ours.typeIds!, 0);
   return c.input_ids.length === ours.ids.length && Math.abs(refFirst - ourFirst) === 1;
 }
+
+/** A 1x1 PNG whose header claims width x height (CRC fixed), as a decompression bomb presents itself. */
+export function hugeHeaderPng(width: number, height: number): Uint8Array {
+  const png = new Uint8Array(Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC", "base64"));
+  const view = new DataView(png.buffer);
+  view.setUint32(16, width);
+  view.setUint32(20, height);
+  view.setUint32(29, Bun.hash.crc32(png.subarray(12, 29)) >>> 0);
+  return png;
+}

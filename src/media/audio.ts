@@ -185,7 +185,15 @@ export class AudioPreprocessor {
   /** WAV bytes -> [1, frames, mel bins] float32 features. */
   async process(bytes: Uint8Array): Promise<Float32Array> {
     const pcm = decodeWav(bytes);
-    const mono = resample(mixDown(pcm), pcm.sampleRate, this.cfg.samplingRate);
+    let source = mixDown(pcm);
+    // Audio longer than the model takes is cut to its centre before resampling (with the filter's reach on each
+    // side), so a long file costs no more than max length; fitLength then takes the exact centre crop.
+    const needed = Math.ceil((this.cfg.maxSamples * pcm.sampleRate) / this.cfg.samplingRate) + 2 * (ZEROS * 8 + 2);
+    if (source.length > needed) {
+      const start = Math.floor((source.length - needed) / 2);
+      source = source.subarray(start, start + needed);
+    }
+    const mono = resample(source, pcm.sampleRate, this.cfg.samplingRate);
     for (let i = 0; i < mono.length; i++) {
       if (!Number.isFinite(mono[i]!)) throw new InvalidMedia("the audio has samples that are not finite numbers (NaN or infinity)");
     }

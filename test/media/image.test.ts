@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { InvalidMedia } from "../../src/errors";
 import { decodeImage, imageConfigFrom, preprocessImage, resize, resizedSize } from "../../src/media/image";
 import { ModelSession } from "../../src/model/session";
-import { fixture, l2, maxAbsDiff, reference, ROOT } from "../helpers";
+import { fixture, hugeHeaderPng, l2, maxAbsDiff, reference, ROOT } from "../helpers";
 
 const media = (file: string) => Bun.file(join(ROOT, "test", "fixtures", file)).arrayBuffer().then((b) => new Uint8Array(b));
 const limits = { maxPixels: 1_000_000 };
@@ -131,13 +131,3 @@ describe("decoding", () => {
     expect(err.message).toContain("3600000000 pixels");
   });
 });
-
-/** A 1x1 PNG whose header claims width x height (CRC fixed), as a decompression bomb presents itself. */
-export function hugeHeaderPng(width: number, height: number): Uint8Array {
-  const png = new Uint8Array(Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC", "base64"));
-  const view = new DataView(png.buffer);
-  view.setUint32(16, width);
-  view.setUint32(20, height);
-  view.setUint32(29, Bun.hash.crc32(png.subarray(12, 29)) >>> 0);
-  return png;
-}
