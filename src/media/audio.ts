@@ -1,9 +1,6 @@
 // Audio preprocessing for CLAP-style audio towers: WAV decoding (PCM 8/16/24/32-bit, float 32/64), mono
-// mix-down, resampling to the extractor's rate, CLAP's truncation/padding, then the log-mel features of
-// transformers.js's ClapFeatureExtractor (its spectrogram matches the Python extractor). Truncation and padding
-// are done here, so the extractor always sees exactly max-length audio: its own repeatpad tiles one copy too few
-// when the clip length divides the max length, and its rand_trunc crop is random.
-import { ClapFeatureExtractor } from "@huggingface/transformers";
+// mix-down, resampling to the extractor's rate and CLAP's truncation/padding. The log-mel features come from
+// audio-features.ts (transformers.js), which only the media workers import.
 import { InvalidMedia } from "../errors";
 
 export const SUPPORTED_AUDIO = "WAV (PCM 8/16/24/32-bit integer, 32/64-bit float; any channel count and sample rate)";
@@ -123,7 +120,7 @@ export function mixDown(pcm: Pcm): Float32Array {
   return out;
 }
 
-const ZEROS = 16;
+export const ZEROS = 16;
 
 /**
  * Band-limited resampling: a Hann-windowed sinc, 16 zero crossings each side, cut off at the lower Nyquist
@@ -174,31 +171,4 @@ export function fitLength(x: Float32Array, cfg: AudioConfig): Float64Array {
     for (let i = 0; i < n; i++) out[at + i] = x[i]!;
   }
   return out;
-}
-
-export class AudioPreprocessor {
-  private readonly extractor: ClapFeatureExtractor;
-  constructor(readonly cfg: AudioConfig) {
-    this.extractor = new ClapFeatureExtractor(cfg.raw);
-  }
-
-  /** WAV bytes -> [1, frames, mel bins] float32 features. */
-  async process(bytes: Uint8Array): Promise<Float32Array> {
-    const pcm = decodeWav(bytes);
-    let source = mixDown(pcm);
-    // Audio longer than the model takes is cut to its centre before resampling (with the filter's reach on each
-    // side), so a long file costs no more than max length; fitLength then takes the exact centre crop.
-    const needed = Math.ceil((this.cfg.maxSamples * pcm.sampleRate) / this.cfg.samplingRate) + 2 * (ZEROS * 8 + 2);
-    if (source.length > needed) {
-      const start = Math.floor((source.length - needed) / 2);
-      source = source.subarray(start, start + needed);
-    }
-    const mono = resample(source, pcm.sampleRate, this.cfg.samplingRate);
-    for (let i = 0; i < mono.length; i++) {
-      if (!Number.isFinite(mono[i]!)) throw new InvalidMedia("the audio has samples that are not finite numbers (NaN or infinity)");
-    }
-    const fitted = fitLength(mono, this.cfg);
-    const { input_features } = await this.extractor(fitted);
-    return input_features.data as Float32Array;
-  }
 }

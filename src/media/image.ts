@@ -1,10 +1,8 @@
-// Image preprocessing for CLIP/SigLIP-style vision towers, as transformers' image processors (PIL backend) do it:
-// decode (sharp: JPEG, PNG, WebP, GIF first frame), EXIF orientation, RGB (alpha dropped, not composited, like
-// PIL's convert("RGB")), resize of the shortest edge with PIL's resampling filters, center crop, rescale,
+// Image preprocessing for CLIP/SigLIP-style vision towers, as transformers' image processors (PIL backend) do it
+// after decoding (image-decode.ts): resize of the shortest edge with PIL's resampling filters, center crop, rescale,
 // normalise, CHW float32. The resampler is a port of PIL's separable, antialiased 8-bit resampler, so the pixels
 // equal what transformers feeds the model (sharp's own resize and transformers.js's affine resize differ on
 // downscaling). Knows nothing of requests: bad input raises MediaError with a message for the client.
-import sharp from "sharp";
 import { InvalidMedia as MediaError } from "../errors";
 
 /** The parts of preprocessor_config.json an image processor reads. */
@@ -67,46 +65,6 @@ export interface RgbImage {
   height: number;
   /** Interleaved RGB, 8 bits per channel. */
   data: Uint8Array;
-}
-
-export interface DecodeLimits {
-  /** Largest width x height accepted (decompression bombs). */
-  maxPixels: number;
-}
-
-const FORMATS = new Set(["jpeg", "png", "webp", "gif"]);
-export const SUPPORTED_IMAGES = "JPEG, PNG, WebP, GIF";
-
-/** Decodes an image file into RGB pixels, upright per EXIF. */
-export async function decodeImage(bytes: Uint8Array, limits: DecodeLimits): Promise<RgbImage> {
-  if (bytes.length === 0) throw new MediaError("the image is empty (0 bytes)");
-  let meta: Awaited<ReturnType<ReturnType<typeof sharp>["metadata"]>>;
-  try {
-    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
-  } catch {
-    throw new MediaError(`not a decodable image; supported formats: ${SUPPORTED_IMAGES}`);
-  }
-  if (!meta.format || !FORMATS.has(meta.format)) {
-    throw new MediaError(`unsupported image format ${meta.format ?? "unknown"}; supported formats: ${SUPPORTED_IMAGES}`);
-  }
-  const w = meta.width ?? 0;
-  const h = meta.height ?? 0;
-  if (w < 1 || h < 1) throw new MediaError("the image has no pixels");
-  if (w * h > limits.maxPixels) {
-    throw new MediaError(`the image is ${w}x${h} = ${w * h} pixels; at most ${limits.maxPixels} are accepted (--max-image-pixels)`);
-  }
-  try {
-    const { data, info } = await sharp(bytes, { limitInputPixels: limits.maxPixels, failOn: "error", pages: 1 })
-      .autoOrient()
-      .removeAlpha()
-      .toColourspace("srgb")
-      .raw({ depth: "uchar" })
-      .toBuffer({ resolveWithObject: true });
-    if (info.channels !== 3) throw new Error(`decoded ${info.channels} channels`);
-    return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
-  } catch (e) {
-    throw new MediaError(`the ${meta.format.toUpperCase()} image could not be decoded (truncated or corrupt): ${(e as Error).message}`);
-  }
 }
 
 // PIL's filters (src/libImaging/Resample.c), each with its support radius.

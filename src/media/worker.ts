@@ -1,8 +1,10 @@
 // Media worker entry: decodes and preprocesses images and audio off the HTTP event loop, one preprocessor per
 // model tower.
 import { InvalidMedia } from "../errors";
-import { AudioPreprocessor, audioConfigFrom } from "./audio";
-import { decodeImage, imageConfigFrom, preprocessImage, type ImageConfig } from "./image";
+import { audioConfigFrom } from "./audio";
+import { AudioPreprocessor } from "./audio-features";
+import { imageConfigFrom, preprocessImage, type ImageConfig } from "./image";
+import { decodeImage } from "./image-decode";
 import type { MediaRequest, MediaResponse } from "./protocol";
 
 declare const self: Worker;

@@ -3,7 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { InvalidMedia } from "../../src/errors";
-import { AudioPreprocessor, audioConfigFrom, decodeWav, fitLength, mixDown, resample } from "../../src/media/audio";
+import { audioConfigFrom, decodeWav, fitLength, mixDown, resample } from "../../src/media/audio";
+import { AudioPreprocessor } from "../../src/media/audio-features";
 import { ModelSession } from "../../src/model/session";
 import { fixture, l2, maxAbsDiff, reference, ROOT } from "../helpers";
 

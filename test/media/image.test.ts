@@ -4,7 +4,8 @@ import { describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { join } from "node:path";
 import { InvalidMedia } from "../../src/errors";
-import { decodeImage, imageConfigFrom, preprocessImage, resize, resizedSize } from "../../src/media/image";
+import { imageConfigFrom, preprocessImage, resize, resizedSize } from "../../src/media/image";
+import { decodeImage } from "../../src/media/image-decode";
 import { ModelSession } from "../../src/model/session";
 import { fixture, hugeHeaderPng, l2, maxAbsDiff, reference, ROOT } from "../helpers";
 

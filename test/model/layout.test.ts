@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chooseOnnxFile, externalDataFiles, poolingFromConfig, positionLimit, readLayout, readModules, taskOf } from "../../src/model/layout";
+import { chooseOnnxFile, chooseTowerFiles, externalDataFiles, mediaModalityOf, onnxFilesFor, poolingFromConfig, positionLimit, readLayout, readModules, taskOf } from "../../src/model/layout";
 import { ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";
 import { readdirSync, statSync } from "node:fs";
@@ -100,5 +100,39 @@ describe("fixture folders read as the model says", () => {
     expect(read("bert-rerank").task).toBe("rerank");
     expect(read("bert-rerank").maxLength).toBe(64);
     expect(read("bert-classify").labels).toEqual(["negative", "neutral", "positive"]);
+  });
+});
+
+describe("multimodal towers", () => {
+  const towers = ["config.json", "onnx/text_model.onnx", "onnx/vision_model.onnx", "onnx/text_model_quantized.onnx", "onnx/vision_model_quantized.onnx", "onnx/model.onnx"];
+
+  test("separate tower exports are preferred, per dtype", () => {
+    expect(chooseTowerFiles(towers, "auto", "image")).toEqual({ text: "onnx/text_model.onnx", media: "onnx/vision_model.onnx", combined: false, dtype: "float32" });
+    expect(chooseTowerFiles(towers, "int8", "image")).toMatchObject({ text: "onnx/text_model_quantized.onnx", media: "onnx/vision_model_quantized.onnx" });
+    expect(onnxFilesFor(towers, "auto")).toEqual(["onnx/text_model.onnx", "onnx/vision_model.onnx"]);
+    expect(onnxFilesFor(["onnx/text_model.onnx", "onnx/audio_model.onnx"], "auto")).toEqual(["onnx/text_model.onnx", "onnx/audio_model.onnx"]);
+  });
+
+  test("the combined model.onnx when that is all a repository has", () => {
+    expect(chooseTowerFiles(["onnx/model.onnx"], "auto", "image")).toEqual({ text: "onnx/model.onnx", media: "onnx/model.onnx", combined: true, dtype: "float32" });
+    expect(onnxFilesFor(["onnx/model.onnx", "onnx/text_model.onnx"], "auto")).toEqual(["onnx/model.onnx"]);
+    expect(() => chooseTowerFiles(["onnx/text_model.onnx"], "auto", "audio")).toThrow("audio_model.onnx");
+  });
+
+  test("config.json decides the modality; fixtures read as multimodal layouts", () => {
+    expect(mediaModalityOf({ vision_config: {} })).toBe("image");
+    expect(mediaModalityOf({ audio_config: {} })).toBe("audio");
+    expect(mediaModalityOf({ hidden_size: 32 })).toBeNull();
+    const dir = fixture("clip");
+    const clip = readLayout(dir, files(dir), "auto", "auto");
+    expect(clip.modalities).toEqual(["text", "image"]);
+    expect(clip.media).toMatchObject({ modality: "image", textFile: "onnx/text_model.onnx", mediaFile: "onnx/vision_model.onnx", combined: false, imageSize: 32 });
+    expect(clip.hiddenSize).toBe(16);
+    expect(clip.maxLength).toBe(77);
+    const clapDir = fixture("clap");
+    const clap = readLayout(clapDir, files(clapDir), "auto", "auto");
+    expect(clap.modalities).toEqual(["text", "audio"]);
+    expect(clap.media?.mediaFile).toBe("onnx/audio_model.onnx");
+    expect(readLayout(fixture("bert-mean-norm"), files(fixture("bert-mean-norm")), "auto", "auto").modalities).toEqual(["text"]);
   });
 });
