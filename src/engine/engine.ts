@@ -7,7 +7,7 @@ import type { TaskReader } from "../tasks/task";
 import type { Metrics } from "../metrics";
 import { InferenceFailed, Unavailable } from "../errors";
 import { log } from "../log";
-import { selectBatch, windowFor } from "./batcher";
+import { DEFAULT_MAX_PADDING, selectBatch, windowFor } from "./batcher";
 import { InputQueue, Job, type Item } from "./queue";
 
 export interface EngineLimits {
@@ -145,6 +145,7 @@ export class Engine<R> {
       maxBatchSize: this.limits.maxBatchSize,
       maxBatchTokens: this.limits.maxBatchTokens,
       window: windowFor(this.limits.maxBatchSize),
+      maxPadding: DEFAULT_MAX_PADDING,
     });
     const items = this.queue.take(indices);
     const tensors = buildTensors(items.map((i) => i.enc), this.padId);
