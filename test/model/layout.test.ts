@@ -2,21 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { chooseOnnxFile, externalDataFiles, poolingFromConfig, positionLimit, readLayout, readModules, taskOf } from "../../src/model/layout";
 import { ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";
-import { readdirSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { listFolder } from "../../src/model/resolve";
 
-function files(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d)) {
-      const p = join(d, e);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.push(relative(dir, p));
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 describe("ONNX file choice", () => {
   const repo = ["config.json", "onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx", "onnx/model.onnx_data"];
@@ -71,7 +58,7 @@ describe("sentence-transformers files of every generation", () => {
 });
 
 describe("fixture folders read as the model says", () => {
-  const read = (name: string, dtype: "auto" | "float16" | "int8" = "auto", pooling: "auto" | "cls" = "auto") => readLayout(fixture(name), files(fixture(name)), dtype, pooling);
+  const read = (name: string, dtype: "auto" | "float16" | "int8" = "auto", pooling: "auto" | "cls" = "auto") => readLayout(fixture(name), listFolder(fixture(name)), dtype, pooling);
 
   test("bert-mean-norm (newest sentence-transformers format)", () => {
     const l = read("bert-mean-norm");

@@ -1,27 +1,15 @@
 // Hub resolution against a fake hub on loopback (HF_ENDPOINT): download into the huggingface_hub cache layout,
 // revision, token, offline mode, and clear errors. Local folders are used as they are.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
-import { filesToFetch, hubSettingsFromEnv, progressLine, resolveModel, type HubSettings } from "../../src/model/resolve";
+import { join } from "node:path";
+import { filesToFetch, hubSettingsFromEnv, listFolder, progressLine, resolveModel, type HubSettings } from "../../src/model/resolve";
 import { ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 const source = fixture("bert-mean-norm");
-function listFiles(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d)) {
-      const p = join(d, e);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.push(relative(dir, p));
-    }
-  };
-  walk(dir);
-  return out.sort();
-}
 
 let hub: ReturnType<typeof Bun.serve>;
 const requests: Array<{ path: string; auth: string | null }> = [];
@@ -36,7 +24,7 @@ beforeAll(() => {
       const info = /^\/api\/models\/org\/(tiny|no-onnx)\/revision\/(.+)$/.exec(url.pathname);
       if (info) {
         if (info[2] !== "main" && info[2] !== "v1") return new Response("unknown revision", { status: 404 });
-        const files = listFiles(source).filter((f) => info[1] === "tiny" || !f.endsWith(".onnx"));
+        const files = listFolder(source).filter((f) => info[1] === "tiny" || !f.endsWith(".onnx"));
         return Response.json({ sha: COMMIT, siblings: files.map((rfilename) => ({ rfilename })) });
       }
       const file = new RegExp(`^/org/tiny/resolve/${COMMIT}/(.+)$`).exec(url.pathname);

@@ -3,7 +3,7 @@
 import { InvalidInput } from "../../errors";
 import type { ServedModel } from "../../engine/registry";
 import { rankResults } from "../../tasks/rerank";
-import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
+import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
 import { RerankRequest, RerankResponse } from "../schemas";
 import { checkCount, checkText } from "../validate";
 
@@ -26,8 +26,6 @@ export function rerankRoutes(ctx: ServerContext) {
       if (body.top_n !== undefined && body.top_n < 1) throw new InvalidInput(`\`top_n\` must be at least 1, got ${body.top_n}`, "top_n");
       const encoded = await model.encode(docs, docs.map(() => body.query));
       const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
-      let tokens = 0;
-      for (const e of encoded) tokens += e.ids.length;
       const ranked = rankResults(results, body.top_n, body.raw_scores === true);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
       return {
@@ -38,7 +36,7 @@ export function rerankRoutes(ctx: ServerContext) {
           ...(body.return_documents ? { document: { text: docs[r.index]! } } : {}),
         })),
         model: model.name,
-        usage: { prompt_tokens: tokens, total_tokens: tokens },
+        usage: usageOf(encoded),
         ...responseMeta("rerank"),
         meta: { billed_units: { search_units: 1 } },
       };
