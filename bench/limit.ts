@@ -1,0 +1,183 @@
+// The limit: onnxruntime-node alone, in this process, no HTTP, no tokenization on the clock. Inputs are
+// pre-tokenized, sorted by length and cut into batches (least padding possible), tensors built before timing.
+// Run as a child of bench/run.ts so its peak RSS is measured the same way as the servers'. Prints one JSON line.
+//
+//   bun bench/limit.ts '<json options>'
+import * as ort from "onnxruntime-node";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeWorkload, requestTexts, type WorkloadText } from "./workload";
+import { percentiles, peakRssMb } from "./stats";
+
+export interface LimitOptions {
+  modelDir: string;
+  poolSize: number;
+  workloadSeed: number;
+  threads: number[];
+  batchSizes: number[];
+  /** Inputs per sweep point (batches of the sorted pool at evenly spaced lengths). */
+  sweepSample: number;
+  /** Inputs for the final measurement at the best setting. */
+  finalSample: number;
+  /** Single-input raw latency is measured on requests 0..latencyInputs-1 of the concurrency-1 cell. */
+  latencyInputs: number;
+  latencyRepeats: number;
+}
+
+export interface SweepPoint {
+  threads: number;
+  batchSize: number;
+  tokensPerSec: number;
+  inputsPerSec: number;
+  paddedFraction: number;
+  seconds: number;
+}
+
+export interface LimitResult {
+  sweep: SweepPoint[];
+  best: { threads: number; batchSize: number };
+  final: SweepPoint & { batchMs: { p50: number; p95: number; p99: number } };
+  /** Median-of-repeats latency of one raw session.run per single input, in request order. */
+  singleMs: number[];
+  singleTokens: number[];
+  peakRssMb: number;
+}
+
+interface Batch {
+  feeds: Record<string, ort.Tensor>;
+  tokens: number;
+  padded: number;
+  inputs: number;
+}
+
+function makeBatch(texts: readonly WorkloadText[], inputNames: readonly string[]): Batch {
+  const b = texts.length;
+  let seq = 1;
+  let tokens = 0;
+  for (const t of texts) {
+    seq = Math.max(seq, t.ids.length);
+    tokens += t.ids.length;
+  }
+  const ids = new BigInt64Array(b * seq);
+  const mask = new BigInt64Array(b * seq);
+  texts.forEach((t, r) => {
+    for (let i = 0; i < t.ids.length; i++) {
+      ids[r * seq + i] = BigInt(t.ids[i]!);
+      mask[r * seq + i] = 1n;
+    }
+  });
+  const all: Record<string, ort.Tensor> = {
+    input_ids: new ort.Tensor("int64", ids, [b, seq]),
+    attention_mask: new ort.Tensor("int64", mask, [b, seq]),
+    token_type_ids: new ort.Tensor("int64", new BigInt64Array(b * seq), [b, seq]),
+  };
+  const feeds: Record<string, ort.Tensor> = {};
+  for (const n of inputNames) feeds[n] = all[n]!;
+  return { feeds, tokens, padded: b * seq, inputs: b };
+}
+
+/**
+ * About `sample` inputs as batches of the whole length-sorted pool, taken at evenly spaced positions: each batch
+ * holds neighbours in length order (as a full sorted pass would) and every length range is represented.
+ */
+function sampledBatches(sorted: readonly WorkloadText[], batchSize: number, sample: number): WorkloadText[][] {
+  const count = Math.max(1, Math.min(Math.ceil(sample / batchSize), Math.floor(sorted.length / batchSize)));
+  const out: WorkloadText[][] = [];
+  for (let j = 0; j < count; j++) {
+    const start = Math.floor(((j + 0.5) * sorted.length) / count - batchSize / 2);
+    const at = Math.max(0, Math.min(sorted.length - batchSize, start));
+    out.push(sorted.slice(at, at + batchSize));
+  }
+  return out;
+}
+
+async function measure(session: ort.InferenceSession, groups: readonly WorkloadText[][], batchSize: number, threads: number, batchMs?: number[]): Promise<SweepPoint> {
+  const batches = groups.map((g) => makeBatch(g, session.inputNames));
+  // Warm the shapes at both ends (allocator arena, kernels) before timing.
+  await session.run(batches[0]!.feeds);
+  await session.run(batches[batches.length - 1]!.feeds);
+  let tokens = 0, padded = 0, inputs = 0;
+  const t0 = performance.now();
+  for (const b of batches) {
+    const s = performance.now();
+    const out = await session.run(b.feeds);
+    for (const k in out) out[k]!.dispose?.();
+    batchMs?.push(performance.now() - s);
+    tokens += b.tokens;
+    padded += b.padded;
+    inputs += b.inputs;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { threads, batchSize, tokensPerSec: tokens / seconds, inputsPerSec: inputs / seconds, paddedFraction: 1 - tokens / padded, seconds };
+}
+
+function median(xs: number[]): number {
+  const s = xs.slice().sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+export async function runLimit(o: LimitOptions, progress: (m: string) => void): Promise<LimitResult> {
+  const pool = makeWorkload(o.modelDir, o.poolSize, o.workloadSeed).texts;
+  const sorted = pool.slice().sort((a, b) => a.ids.length - b.ids.length);
+    const onnx = join(o.modelDir, "onnx", "model.onnx");
+  const sessions = new Map<number, ort.InferenceSession>();
+  const session = async (threads: number) => {
+    let s = sessions.get(threads);
+    if (!s) {
+      // The same settings src/model/session.ts uses, with the thread count under test.
+      s = await ort.InferenceSession.create(onnx, {
+        executionProviders: ["cpu"],
+        intraOpNumThreads: threads,
+        interOpNumThreads: 1,
+        executionMode: "sequential",
+        graphOptimizationLevel: "all",
+        enableCpuMemArena: true,
+        enableMemPattern: true,
+      });
+      sessions.set(threads, s);
+    }
+    return s;
+  };
+  const sweep: SweepPoint[] = [];
+  for (const threads of o.threads) {
+    const s = await session(threads);
+    for (const batchSize of o.batchSizes) {
+      const p = await measure(s, sampledBatches(sorted, batchSize, o.sweepSample), batchSize, threads);
+      progress(`limit sweep threads=${threads} batch=${batchSize}: ${p.tokensPerSec.toFixed(0)} tokens/s`);
+      sweep.push(p);
+    }
+  }
+  const bestPoint = sweep.reduce((a, b) => (b.tokensPerSec > a.tokensPerSec ? b : a));
+  const best = { threads: bestPoint.threads, batchSize: bestPoint.batchSize };
+  // Other thread counts' sessions are dropped so the peak RSS reflects one session, as in a server.
+  for (const [t, s] of sessions) if (t !== best.threads) { await s.release(); sessions.delete(t); }
+  const s = await session(best.threads);
+  const batchMs: number[] = [];
+  const finalPoint = await measure(s, sampledBatches(sorted, best.batchSize, o.finalSample), best.batchSize, best.threads, batchMs);
+  progress(`limit final threads=${best.threads} batch=${best.batchSize}: ${finalPoint.tokensPerSec.toFixed(0)} tokens/s`);
+  const pc = percentiles(batchMs);
+  const singleMs: number[] = [];
+  const singleTokens: number[] = [];
+  for (let k = 0; k < o.latencyInputs; k++) {
+    const text = requestTexts(pool, 1, k)[0]!;
+    const b = makeBatch([text], s.inputNames);
+    const times: number[] = [];
+    for (let r = 0; r < o.latencyRepeats; r++) {
+      const t0 = performance.now();
+      const out = await s.run(b.feeds);
+      times.push(performance.now() - t0);
+      for (const key in out) out[key]!.dispose?.();
+    }
+    singleMs.push(median(times));
+    singleTokens.push(text.ids.length);
+  }
+  progress(`limit single-input raw run: p50 ${median(singleMs).toFixed(2)} ms over ${singleMs.length} inputs`);
+  return { sweep, best, final: { ...finalPoint, batchMs: { p50: pc.p50, p95: pc.p95, p99: pc.p99 } }, singleMs, singleTokens, peakRssMb: peakRssMb(process.pid) };
+}
+
+if (import.meta.main) {
+  const opts = JSON.parse(process.argv[2] ?? readFileSync(0, "utf8")) as LimitOptions;
+  const result = await runLimit(opts, (m) => console.error(m));
+  process.stdout.write(JSON.stringify(result) + "\n");
+  process.exit(0);
+}
