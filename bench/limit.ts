@@ -19,9 +19,12 @@ export interface LimitOptions {
   sweepSample: number;
   /** Inputs for the final measurement at the best setting. */
   finalSample: number;
-  /** Single-input raw latency is measured on requests 0..latencyInputs-1 of the concurrency-1 cell. */
-  latencyInputs: number;
-  latencyRepeats: number;
+  /**
+   * After the measurement, stay alive and answer raw single-input latency questions on stdin: a line `k` runs
+   * request k of the concurrency-1, 1-input cell once and prints its milliseconds; `quit` ends. The harness
+   * interleaves these with requests to a server, so both sides of target (b) see the same machine state.
+   */
+  serveLatency: boolean;
 }
 
 export interface SweepPoint {
@@ -37,9 +40,6 @@ export interface LimitResult {
   sweep: SweepPoint[];
   best: { threads: number; batchSize: number };
   final: SweepPoint & { batchMs: { p50: number; p95: number; p99: number } };
-  /** Median-of-repeats latency of one raw session.run per single input, in request order. */
-  singleMs: number[];
-  singleTokens: number[];
   peakRssMb: number;
 }
 
@@ -111,12 +111,7 @@ async function measure(session: ort.InferenceSession, groups: readonly WorkloadT
   return { threads, batchSize, tokensPerSec: tokens / seconds, inputsPerSec: inputs / seconds, paddedFraction: 1 - tokens / padded, seconds };
 }
 
-function median(xs: number[]): number {
-  const s = xs.slice().sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
-
-export async function runLimit(o: LimitOptions, progress: (m: string) => void): Promise<LimitResult> {
+export async function runLimit(o: LimitOptions, progress: (m: string) => void): Promise<{ result: LimitResult; session: ort.InferenceSession; pool: WorkloadText[] }> {
   const pool = makeWorkload(o.modelDir, o.poolSize, o.workloadSeed).texts;
   const sorted = pool.slice().sort((a, b) => a.ids.length - b.ids.length);
     const onnx = join(o.modelDir, "onnx", "model.onnx");
@@ -156,28 +151,30 @@ export async function runLimit(o: LimitOptions, progress: (m: string) => void): 
   const finalPoint = await measure(s, sampledBatches(sorted, best.batchSize, o.finalSample), best.batchSize, best.threads, batchMs);
   progress(`limit final threads=${best.threads} batch=${best.batchSize}: ${finalPoint.tokensPerSec.toFixed(0)} tokens/s`);
   const pc = percentiles(batchMs);
-  const singleMs: number[] = [];
-  const singleTokens: number[] = [];
-  for (let k = 0; k < o.latencyInputs; k++) {
-    const text = requestTexts(pool, 1, k)[0]!;
-    const b = makeBatch([text], s.inputNames);
-    const times: number[] = [];
-    for (let r = 0; r < o.latencyRepeats; r++) {
-      const t0 = performance.now();
-      const out = await s.run(b.feeds);
-      times.push(performance.now() - t0);
-      for (const key in out) out[key]!.dispose?.();
-    }
-    singleMs.push(median(times));
-    singleTokens.push(text.ids.length);
-  }
-  progress(`limit single-input raw run: p50 ${median(singleMs).toFixed(2)} ms over ${singleMs.length} inputs`);
-  return { sweep, best, final: { ...finalPoint, batchMs: { p50: pc.p50, p95: pc.p95, p99: pc.p99 } }, singleMs, singleTokens, peakRssMb: peakRssMb(process.pid) };
+  const result = { sweep, best, final: { ...finalPoint, batchMs: { p50: pc.p50, p95: pc.p95, p99: pc.p99 } }, peakRssMb: peakRssMb(process.pid) };
+  return { result, session: s, pool };
+}
+
+/** One raw run of request k of the 1-input cell (tensors built before the clock starts); milliseconds. */
+export async function rawSingle(session: ort.InferenceSession, pool: readonly WorkloadText[], k: number): Promise<number> {
+  const b = makeBatch(requestTexts(pool, 1, k), session.inputNames);
+  const t0 = performance.now();
+  const out = await session.run(b.feeds);
+  const ms = performance.now() - t0;
+  for (const key in out) out[key]!.dispose?.();
+  return ms;
 }
 
 if (import.meta.main) {
   const opts = JSON.parse(process.argv[2] ?? readFileSync(0, "utf8")) as LimitOptions;
-  const result = await runLimit(opts, (m) => console.error(m));
+  const { result, session, pool } = await runLimit(opts, (m) => console.error(m));
   process.stdout.write(JSON.stringify(result) + "\n");
+  if (opts.serveLatency) {
+    for await (const line of console) {
+      const cmd = line.trim();
+      if (cmd === "quit") break;
+      process.stdout.write(`${await rawSingle(session, pool, Number(cmd))}\n`);
+    }
+  }
   process.exit(0);
 }

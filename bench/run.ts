@@ -6,6 +6,9 @@
 //   options: --out DIR  --cell-seconds S  --threads N (skip the thread sweep's choice)  --systems naive,server
 //            --server-arg=--flag --server-arg=value (extra flags for this server, repeatable)  --wait-quiet S
 //            --label TEXT (noted in the results, e.g. which server flags are being tried)
+//            --server-root DIR (run src/cli.ts of another checkout, e.g. a patched copy, for A/B comparisons)
+//            --latency-only (diagnostic: only the interleaved concurrency-1 latency pairs of target (b), with this
+//            server's timing breakdown; prints the table, writes nothing)
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
@@ -27,6 +30,8 @@ interface Options {
   serverArgs: string[];
   waitQuiet: number;
   label: string;
+  latencyOnly: boolean;
+  serverRoot: string;
 }
 
 type SystemName = "naive" | "server";
@@ -41,6 +46,8 @@ function parseOptions(argv: string[]): Options {
     serverArgs: [],
     waitQuiet: 60,
     label: "",
+    latencyOnly: false,
+    serverRoot: REPO_ROOT,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -60,6 +67,8 @@ function parseOptions(argv: string[]): Options {
     else if (name === "--server-arg") o.serverArgs.push(value());
     else if (name === "--wait-quiet") o.waitQuiet = Number(value());
     else if (name === "--label") o.label = value();
+    else if (name === "--latency-only") o.latencyOnly = true;
+    else if (name === "--server-root") o.serverRoot = resolve(value());
     else throw new Error(`unknown option ${a}`);
   }
   if (!o.cellSeconds) o.cellSeconds = o.quick ? 4 : 20;
@@ -80,13 +89,15 @@ function plan(o: Options) {
       modelDir: "",
       poolSize: POOL_SIZE,
       workloadSeed: WORKLOAD_SEED,
-      threads: [1, 2],
-      batchSizes: o.quick ? [8, 32] : [1, 4, 8, 16, 32, 64],
-      sweepSample: o.quick ? 64 : 128,
-      finalSample: o.quick ? 64 : 384,
-      latencyInputs: o.quick ? 20 : 100,
-      latencyRepeats: 3,
+      threads: o.latencyOnly ? [o.threads ?? 2] : [1, 2],
+      batchSizes: o.latencyOnly ? [8] : o.quick ? [8, 32] : [1, 4, 8, 16, 32, 64],
+      sweepSample: o.latencyOnly ? 16 : o.quick ? 64 : 128,
+      finalSample: o.latencyOnly ? 16 : o.quick ? 64 : 384,
+      serveLatency: true,
     } satisfies LimitOptions,
+    /** Inputs (requests 0..n-1 of the 1-input cell) and passes of the interleaved raw/server latency pairs. */
+    pairedInputs: o.quick ? 30 : 100,
+    pairedPasses: 2,
   };
 }
 
@@ -112,7 +123,7 @@ function procJiffies(pid: number): number {
 }
 
 /** CPU use by processes other than ours (in cores), between start() and stop(). */
-class OtherLoad {
+export class OtherLoad {
   private b0 = 0;
   private own0 = 0;
   private t0 = 0;
@@ -149,13 +160,52 @@ async function readAll(stream: ReadableStream<Uint8Array> | null | undefined): P
   return stream ? await new Response(stream).text() : "";
 }
 
-async function runLimitChild(opts: LimitOptions, load: OtherLoad & { child?: number }): Promise<LimitResult> {
-  const child = Bun.spawn([process.execPath, join(REPO_ROOT, "bench", "limit.ts"), JSON.stringify(opts)], { stdout: "pipe", stderr: "inherit", cwd: REPO_ROOT });
-  load.child = child.pid;
-  const out = await readAll(child.stdout);
-  const code = await child.exited;
-  if (code !== 0) throw new Error(`limit child exited with ${code}`);
-  return JSON.parse(out.trim().split("\n").pop()!) as LimitResult;
+/** The limit child: prints its result line, then stays up to answer raw single-input latency questions. */
+class LimitChild {
+  private readonly proc: Subprocess<"pipe", "pipe", "inherit">;
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private buffered = "";
+  private readonly dec = new TextDecoder();
+
+  constructor(opts: LimitOptions) {
+    this.proc = Bun.spawn([process.execPath, join(REPO_ROOT, "bench", "limit.ts"), JSON.stringify(opts)], { stdin: "pipe", stdout: "pipe", stderr: "inherit", cwd: REPO_ROOT });
+    this.reader = this.proc.stdout.getReader();
+  }
+
+  get pid(): number {
+    return this.proc.pid;
+  }
+
+  async line(): Promise<string> {
+    for (;;) {
+      const nl = this.buffered.indexOf("\n");
+      if (nl >= 0) {
+        const l = this.buffered.slice(0, nl);
+        this.buffered = this.buffered.slice(nl + 1);
+        return l;
+      }
+      const { done, value } = await this.reader.read();
+      if (done) throw new Error(`limit child ended (exit ${await this.proc.exited})`);
+      this.buffered += this.dec.decode(value, { stream: true });
+    }
+  }
+
+  async result(): Promise<LimitResult> {
+    return JSON.parse(await this.line()) as LimitResult;
+  }
+
+  /** One raw onnxruntime run of request k of the 1-input cell, in ms. */
+  async raw(k: number): Promise<number> {
+    this.proc.stdin.write(`${k}\n`);
+    this.proc.stdin.flush();
+    return Number(await this.line());
+  }
+
+  async quit(): Promise<void> {
+    this.proc.stdin.write("quit\n");
+    this.proc.stdin.end();
+    await this.proc.exited;
+  }
 }
 
 interface Running {
@@ -195,7 +245,7 @@ async function waitReady(r: Running, timeoutS: number): Promise<void> {
   throw new Error(`not ready after ${timeoutS} s:\n${r.stderr.join("")}`);
 }
 
-async function stop(r: Running): Promise<void> {
+export async function stop(r: Running): Promise<void> {
   r.proc.kill("SIGTERM");
   const done = await Promise.race([r.proc.exited.then(() => true), Bun.sleep(15000).then(() => false)]);
   if (!done) {
@@ -228,8 +278,26 @@ export interface Cell {
   p99: number;
   peakRssMb: number;
   otherLoadCores: number;
-  /** Latency of request k (ms), for the paired single-input comparison; only kept for concurrency 1. */
-  latencies?: number[];
+  /** From this server's /metrics over the cell: batches run, mean inputs per batch, share of padded tokens. */
+  batches: number | null;
+  meanBatch: number | null;
+  paddingFraction: number | null;
+}
+
+/** Sums of the Prometheus series this harness reads (all label sets added up); null if /metrics is absent. */
+async function scrape(url: string): Promise<Record<string, number> | null> {
+  try {
+    const res = await fetch(`${url}/metrics`);
+    if (!res.ok) return null;
+    const out: Record<string, number> = {};
+    for (const line of (await res.text()).split("\n")) {
+      const m = line.match(/^(infinity_(?:batch_size_sum|batch_size_count|batch_tokens_sum|tokens_total))(?:\{[^}]*\})?\s+([0-9.eE+-]+)$/);
+      if (m) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+    }
+    return out;
+  } catch {
+    return null;
+  }
 }
 
 const MODEL_FIELD = "bench-model";
@@ -247,11 +315,11 @@ function checkResponse(json: unknown, size: number): string | null {
   return null;
 }
 
-async function runCell(system: string, url: string, pool: readonly WorkloadText[], size: number, concurrency: number, maxRequests: number, maxSeconds: number, pid: number, load: OtherLoad): Promise<Cell> {
+export async function runCell(system: string, url: string, pool: readonly WorkloadText[], size: number, concurrency: number, maxRequests: number, maxSeconds: number, pid: number, load: OtherLoad): Promise<Cell> {
   const lat: number[] = [];
-  const byIndex: number[] = [];
   let next = 0, tokens = 0, inputs = 0, errors = 0, checked = false;
   let firstError: string | null = null;
+  const m0 = await scrape(url);
   load.start();
   const t0 = performance.now();
   const deadline = t0 + maxSeconds * 1000;
@@ -276,7 +344,6 @@ async function runCell(system: string, url: string, pool: readonly WorkloadText[
           if (bad) throw new Error(bad);
         }
         lat.push(ms);
-        if (concurrency === 1) byIndex[k] = ms;
         for (const t of texts) tokens += t.ids.length;
         inputs += size;
         tEnd = performance.now();
@@ -289,13 +356,67 @@ async function runCell(system: string, url: string, pool: readonly WorkloadText[
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const other = load.stop();
+  const m1 = m0 ? await scrape(url) : null;
+  const d = (k: string) => (m0 && m1 ? (m1[k] ?? 0) - (m0[k] ?? 0) : NaN);
+  const batches = d("infinity_batch_size_count");
   const seconds = (tEnd - t0) / 1000;
   const pc = percentiles(lat);
   return {
     system, size, concurrency, requests: lat.length, errors, firstError, seconds,
     inputsPerSec: inputs / seconds, tokensPerSec: tokens / seconds, ...pc,
     peakRssMb: peakRssMb(pid), otherLoadCores: other,
-    ...(concurrency === 1 && size === 1 ? { latencies: byIndex } : {}),
+    batches: Number.isFinite(batches) ? batches : null,
+    meanBatch: Number.isFinite(batches) && batches > 0 ? d("infinity_batch_size_sum") / batches : null,
+    paddingFraction: Number.isFinite(batches) && batches > 0 ? 1 - d("infinity_tokens_total") / d("infinity_batch_tokens_sum") : null,
+  };
+}
+
+export interface Paired {
+  system: string;
+  /** Client round trip minus one raw run on the same input, per pair (ms). */
+  diffs: number[];
+  medianDiff: number;
+  medianClient: number;
+  medianRaw: number;
+  /** From this server's timing headers: engine inference minus raw, and route total minus inference (ms). */
+  medianInferenceMinusRaw: number | null;
+  medianRouteMinusInference: number | null;
+  medianClientMinusRoute: number | null;
+}
+
+/**
+ * Target (b), measured interleaved: for each input, one raw run in the limit child, then one request to the
+ * server (concurrency 1), so slow drifts of the machine hit both sides alike.
+ */
+async function pairedLatency(system: string, url: string, limit: LimitChild, pool: readonly WorkloadText[], inputs: number, passes: number): Promise<Paired> {
+  const diffs: number[] = [], clients: number[] = [], raws: number[] = [], infMinusRaw: number[] = [], routeMinusInf: number[] = [], clientMinusRoute: number[] = [];
+  for (let pass = 0; pass < passes; pass++) {
+    for (let k = 0; k < inputs; k++) {
+      const raw = await limit.raw(k);
+      // A pause on each side: onnxruntime's idle pool threads spin for a moment after a run, and must not steal
+      // the other process's cores.
+      await Bun.sleep(10);
+      const payload = body(requestTexts(pool, 1, k));
+      const t0 = performance.now();
+      const res = await fetch(`${url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: payload });
+      await res.text();
+      const client = performance.now() - t0;
+      await Bun.sleep(10);
+      diffs.push(client - raw);
+      clients.push(client);
+      raws.push(raw);
+      const inf = res.headers.get("x-inference-time-ms"), total = res.headers.get("x-total-time-ms");
+      if (inf !== null && total !== null) {
+        infMinusRaw.push(Number(inf) - raw);
+        routeMinusInf.push(Number(total) - Number(inf));
+        clientMinusRoute.push(client - Number(total));
+      }
+    }
+  }
+  const m = (xs: number[]) => (xs.length ? median(xs) : null);
+  return {
+    system, diffs, medianDiff: median(diffs), medianClient: median(clients), medianRaw: median(raws),
+    medianInferenceMinusRaw: m(infMinusRaw), medianRouteMinusInference: m(routeMinusInf), medianClientMinusRoute: m(clientMinusRoute),
   };
 }
 
@@ -307,12 +428,12 @@ const SYSTEM_LABEL: Record<SystemName | "limit", string> = {
   server: "infinity (this server)",
 };
 
-async function startSystem(name: SystemName, modelDir: string, threads: number, serverArgs: string[]): Promise<Running> {
+export async function startSystem(name: SystemName, modelDir: string, threads: number, serverArgs: string[], serverRoot = REPO_ROOT): Promise<Running> {
   const port = await freePort();
   const cmd =
     name === "naive"
       ? [process.execPath, join(REPO_ROOT, "bench", "naive-server.ts"), modelDir, String(port), String(threads)]
-      : [process.execPath, join(REPO_ROOT, "src", "cli.ts"), "v2", "--model-id", modelDir, "--host", "127.0.0.1", "--port", String(port),
+      : [process.execPath, join(serverRoot, "src", "cli.ts"), "v2", "--model-id", modelDir, "--host", "127.0.0.1", "--port", String(port),
          "--num-threads", String(threads), "--log-level", "warn", ...serverArgs];
   const r = spawnLogged(cmd);
   r.url = `http://127.0.0.1:${port}`;
@@ -340,24 +461,16 @@ function median(xs: number[]): number {
 
 interface Ratios {
   saturated: { server: number; limit: number; ratio: number; target: number; cell: string };
-  overheadMs: { paired: number; p50Difference: number; serverP50: number; rawP50: number; target: number; inputs: number };
+  overheadMs: { paired: number; serverP50: number; rawP50: number; target: number; pairs: number; naivePaired: number | null };
   vsNaive: Array<{ size: number; server: number; naive: number; ratio: number }>;
   vsNaiveTarget: number;
 }
 
-function computeRatios(cells: Cell[], limit: LimitResult): Ratios {
+function computeRatios(cells: Cell[], limit: LimitResult, paired: Paired[]): Ratios {
   const server = cells.filter((c) => c.system === "server");
   const best = server.reduce<Cell | null>((a, c) => (!a || c.tokensPerSec > a.tokensPerSec ? c : a), null);
-  const c1 = server.find((c) => c.size === 1 && c.concurrency === 1);
-  const paired: number[] = [];
-  const serverLat: number[] = [];
-  limit.singleMs.forEach((raw, k) => {
-    const s = c1?.latencies?.[k];
-    if (s !== undefined) {
-      paired.push(s - raw);
-      serverLat.push(s);
-    }
-  });
+  const ps = paired.find((x) => x.system === "server");
+  const pn = paired.find((x) => x.system === "naive");
   const vsNaive = SIZES.map((size) => {
     const s = cells.find((c) => c.system === "server" && c.size === size && c.concurrency === 16);
     const n = cells.find((c) => c.system === "naive" && c.size === size && c.concurrency === 16);
@@ -372,12 +485,12 @@ function computeRatios(cells: Cell[], limit: LimitResult): Ratios {
       cell: best ? `${best.size} input(s) x concurrency ${best.concurrency}` : "-",
     },
     overheadMs: {
-      paired: median(paired),
-      p50Difference: median(serverLat) - median(limit.singleMs.slice(0, serverLat.length)),
-      serverP50: median(serverLat),
-      rawP50: median(limit.singleMs.slice(0, serverLat.length)),
+      paired: ps?.medianDiff ?? NaN,
+      serverP50: ps?.medianClient ?? NaN,
+      rawP50: ps?.medianRaw ?? NaN,
       target: 2,
-      inputs: paired.length,
+      pairs: ps?.diffs.length ?? 0,
+      naivePaired: pn?.medianDiff ?? null,
     },
     vsNaive,
     vsNaiveTarget: 1.5,
@@ -392,6 +505,7 @@ function markdown(r: {
   header: Record<string, string>;
   limit: LimitResult;
   cells: Cell[];
+  paired: Paired[];
   ratios: Ratios;
   notes: string[];
 }): string {
@@ -403,24 +517,31 @@ function markdown(r: {
   L.push(`| target | measured | goal | verdict |`, `|---|---|---|---|`);
   L.push(`| (a) saturated throughput, this server / limit | ${f2(s.ratio)} (${f0(s.server)} / ${f0(s.limit)} tokens/s; server best at ${s.cell}) | >= ${s.target} | ${verdict(s.ratio >= s.target)} |`);
   const o = r.ratios.overheadMs;
-  L.push(`| (b) p50 latency, concurrency 1, 1 input, minus one raw onnxruntime run on the same input | ${f2(o.paired)} ms (median of paired differences over ${o.inputs} inputs; p50 ${f2(o.serverP50)} ms vs raw p50 ${f2(o.rawP50)} ms) | <= ${o.target} ms | ${verdict(o.paired <= o.target)} |`);
+  L.push(`| (b) latency at concurrency 1, 1 input, minus one raw onnxruntime run on the same input | ${f2(o.paired)} ms (median of ${o.pairs} interleaved pairs; request p50 ${f2(o.serverP50)} ms, raw p50 ${f2(o.rawP50)} ms${o.naivePaired !== null ? `; naive server: ${f2(o.naivePaired)} ms` : ""}) | <= ${o.target} ms | ${verdict(o.paired <= o.target)} |`);
   for (const v of r.ratios.vsNaive) {
     L.push(`| (c) this server / naive at concurrency 16, ${v.size} input${v.size === 1 ? "" : "s"} per request | ${f2(v.ratio)} (${f0(v.server)} / ${f0(v.naive)} tokens/s) | >= ${r.ratios.vsNaiveTarget} | ${verdict(v.ratio >= r.ratios.vsNaiveTarget)} |`);
   }
   L.push("", "## All cells", "");
-  L.push("Latency is per request (client side, HTTP included); for the limit it is per batch. Peak RSS is the process's VmHWM after the cell (so it only grows down a system's rows). Other load: CPU cores used by processes outside the benchmark during the cell (should be ~0).", "");
-  L.push("| system | request size | concurrency | requests | inputs/s | tokens/s | p50 ms | p95 ms | p99 ms | peak RSS MB | errors | other load |");
-  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  L.push("Latency is per request (client side, HTTP included); for the limit it is per batch. Peak RSS is the process's VmHWM after the cell (so it only grows down a system's rows). Other load: CPU cores used by processes outside the benchmark during the cell (should be ~0). Mean batch and padding (share of padded tokens in the batches run): from this server's /metrics; for the limit, its batches.", "");
+  L.push("| system | request size | concurrency | requests | inputs/s | tokens/s | p50 ms | p95 ms | p99 ms | peak RSS MB | errors | other load | mean batch | padding |");
+  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   const lf = r.limit.final;
-  L.push(`| ${SYSTEM_LABEL.limit} | sorted batches of ${lf.batchSize} | - | ${Math.round(lf.inputsPerSec * lf.seconds / lf.batchSize)} batches | ${f1(lf.inputsPerSec)} | ${f0(lf.tokensPerSec)} | ${f1(lf.batchMs.p50)} | ${f1(lf.batchMs.p95)} | ${f1(lf.batchMs.p99)} | ${f0(r.limit.peakRssMb)} | 0 | - |`);
+  L.push(`| ${SYSTEM_LABEL.limit} | sorted batches of ${lf.batchSize} | - | ${Math.round(lf.inputsPerSec * lf.seconds / lf.batchSize)} batches | ${f1(lf.inputsPerSec)} | ${f0(lf.tokensPerSec)} | ${f1(lf.batchMs.p50)} | ${f1(lf.batchMs.p95)} | ${f1(lf.batchMs.p99)} | ${f0(r.limit.peakRssMb)} | 0 | - | ${lf.batchSize} | ${(lf.paddedFraction * 100).toFixed(1)}% |`);
   for (const c of r.cells) {
-    L.push(`| ${SYSTEM_LABEL[c.system as SystemName]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} |`);
+    L.push(`| ${SYSTEM_LABEL[c.system as SystemName]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} | ${c.meanBatch === null ? "-" : f1(c.meanBatch)} | ${c.paddingFraction === null ? "-" : (c.paddingFraction * 100).toFixed(1) + "%"} |`);
   }
   L.push("", `## Limit sweep (intra-op threads x batch size; inputs are length-sorted neighbours, ${r.limit.sweep[0] ? "padding shown" : ""})`, "");
   L.push("| intra-op threads | batch size | tokens/s | inputs/s | padding |", "|---:|---:|---:|---:|---:|");
   for (const p of r.limit.sweep) {
     const best = p.threads === r.limit.best.threads && p.batchSize === r.limit.best.batchSize;
     L.push(`| ${p.threads} | ${p.batchSize} | ${best ? "**" : ""}${f0(p.tokensPerSec)}${best ? "**" : ""} | ${f1(p.inputsPerSec)} | ${(p.paddedFraction * 100).toFixed(1)}% |`);
+  }
+  L.push("", "## Latency at concurrency 1 against the raw run (target b)", "");
+  L.push("Each pair: one raw onnxruntime run of input k in the limit process, then one request with input k to the server; medians in ms. The breakdown columns come from this server's x-inference-time-ms / x-total-time-ms headers.", "");
+  L.push("| system | pairs | request | raw run | request - raw | engine inference - raw | route - inference | HTTP + client |", "|---|---:|---:|---:|---:|---:|---:|---:|");
+  const n2 = (x: number | null) => (x === null ? "-" : f2(x));
+  for (const q of r.paired) {
+    L.push(`| ${SYSTEM_LABEL[q.system as SystemName]} | ${q.diffs.length} | ${f2(q.medianClient)} | ${f2(q.medianRaw)} | ${f2(q.medianDiff)} | ${n2(q.medianInferenceMinusRaw)} | ${n2(q.medianRouteMinusInference)} | ${n2(q.medianClientMinusRoute)} |`);
   }
   if (r.notes.length) L.push("", "## Notes", "", ...r.notes.map((n) => `- ${n}`));
   L.push("", "![tokens/s by concurrency](chart.png)", "");
@@ -441,20 +562,22 @@ async function main(): Promise<void> {
     const l = await waitQuiet(o.waitQuiet);
     log(`other load before start: ${l.toFixed(2)} cores`);
   }
-  const limitLoad = new OtherLoad(() => [process.pid, limitLoad.child ?? 0]) as OtherLoad & { child?: number };
-  limitLoad.start();
   log("limit: sweeping intra-op threads and batch sizes");
-  const limit = await runLimitChild({ ...p.limit, modelDir }, limitLoad);
+  const limitChild = new LimitChild({ ...p.limit, modelDir });
+  const limitLoad = new OtherLoad(() => [process.pid, limitChild.pid]);
+  limitLoad.start();
+  const limit = await limitChild.result();
   const limitOther = limitLoad.stop();
   const threads = o.threads ?? limit.best.threads;
   log(`limit: best ${limit.best.threads} thread(s), batch ${limit.best.batchSize}: ${limit.final.tokensPerSec.toFixed(0)} tokens/s; servers use ${threads} thread(s)`);
 
   const cells: Cell[] = [];
+  const paired: Paired[] = [];
   const vectors = new Map<SystemName, Float32Array>();
   for (const name of o.systems) {
     log(`${name}: starting`);
     const t0 = performance.now();
-    const r = await startSystem(name, modelDir, threads, name === "server" ? o.serverArgs : []);
+    const r = await startSystem(name, modelDir, threads, name === "server" ? o.serverArgs : [], o.serverRoot);
     const pid = r.proc.pid;
     log(`${name}: ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (pid ${pid})`);
     // The same client warm-up for both: a few single inputs and one full request.
@@ -462,18 +585,28 @@ async function main(): Promise<void> {
     await fetch(`${r.url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: body(requestTexts(pool, 32, 0, 1000)) }).then((x) => x.text());
     vectors.set(name, await embedOne(r.url, pool[0]!.text));
     const load = new OtherLoad(() => [process.pid, pid]);
+    const q = await pairedLatency(name, r.url, limitChild, pool, p.pairedInputs, p.pairedPasses);
+    paired.push(q);
+    log(`${name}: concurrency-1 request minus raw run: median ${q.medianDiff.toFixed(2)} ms over ${q.diffs.length} pairs (request ${q.medianClient.toFixed(2)}, raw ${q.medianRaw.toFixed(2)})`);
+    if (q.medianInferenceMinusRaw !== null) log(`${name}: engine inference - raw ${q.medianInferenceMinusRaw.toFixed(2)} ms, route - inference ${q.medianRouteMinusInference!.toFixed(2)} ms, HTTP + client ${q.medianClientMinusRoute!.toFixed(2)} ms`);
+    if (o.latencyOnly) {
+      await stop(r);
+      continue;
+    }
     for (const size of SIZES) {
       for (const conc of p.concurrencyFor(size)) {
         const c = await runCell(name, r.url, pool, size, conc, p.maxRequests(size), o.cellSeconds, pid, load);
         cells.push(c);
-        log(`${name} size=${size} c=${conc}: ${c.requests} req, ${c.tokensPerSec.toFixed(0)} tokens/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, rss ${c.peakRssMb.toFixed(0)} MB, errors ${c.errors}, other load ${c.otherLoadCores.toFixed(2)}`);
+        log(`${name} size=${size} c=${conc}: ${c.requests} req, ${c.tokensPerSec.toFixed(0)} tokens/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, rss ${c.peakRssMb.toFixed(0)} MB, errors ${c.errors}, other load ${c.otherLoadCores.toFixed(2)}` + (c.meanBatch !== null ? `, mean batch ${c.meanBatch.toFixed(1)}, padding ${(c.paddingFraction! * 100).toFixed(1)}%` : ""));
         if (c.errors) log(`${name}: first error: ${c.firstError}`);
       }
     }
     await stop(r);
   }
+  await limitChild.quit();
+  if (o.latencyOnly) return;
 
-  const ratios = computeRatios(cells, limit);
+  const ratios = computeRatios(cells, limit, paired);
   const notes: string[] = [];
   const a = vectors.get("naive"), b = vectors.get("server");
   if (a && b) {
@@ -484,6 +617,7 @@ async function main(): Promise<void> {
   const maxOther = Math.max(limitOther, ...cells.map((c) => c.otherLoadCores));
   if (maxOther > 0.15) notes.push(`Other processes used up to ${maxOther.toFixed(2)} cores during the run (limit: ${limitOther.toFixed(2)}): numbers in those cells are disturbed.`);
   if (o.serverArgs.length) notes.push(`This server ran with extra flags: ${o.serverArgs.join(" ")}.`);
+  if (o.serverRoot !== REPO_ROOT) notes.push(`This server ran from another checkout: ${o.serverRoot}.`);
   if (o.quick) notes.push("Quick run (--quick): short cells, no concurrency 64, 32-input requests only at concurrency 1 and 4; a smoke test, not numbers to quote.");
   const cpu = cpus()[0]?.model ?? "unknown";
   const header: Record<string, string> = {
@@ -498,9 +632,9 @@ async function main(): Promise<void> {
     "run time": `${((performance.now() - started) / 1000).toFixed(0)} s`,
   };
   mkdirSync(o.out, { recursive: true });
-  const md = markdown({ header, limit, cells, ratios, notes });
+  const md = markdown({ header, limit, cells, paired, ratios, notes });
   writeFileSync(join(o.out, "results.md"), md);
-  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, ratios, notes }, null, 1) + "\n");
+  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, paired, ratios, notes }, null, 1) + "\n");
   const series: ChartSeries[] = (["naive", "server"] as const)
     .filter((s) => o.systems.includes(s))
     .map((s) => ({
