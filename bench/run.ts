@@ -91,8 +91,9 @@ function plan(o: Options) {
       workloadSeed: WORKLOAD_SEED,
       threads: o.latencyOnly ? [o.threads ?? 2] : [1, 2],
       batchSizes: o.latencyOnly ? [8] : o.quick ? [8, 32] : [1, 4, 8, 16, 32, 64],
-      sweepSample: o.latencyOnly ? 16 : o.quick ? 64 : 128,
-      finalSample: o.latencyOnly ? 16 : o.quick ? 64 : 384,
+      sweepSample: o.latencyOnly ? 16 : o.quick ? 48 : 96,
+      finalSample: o.latencyOnly ? 16 : o.quick ? 64 : 256,
+      passes: o.latencyOnly ? 1 : 2,
       serveLatency: true,
     } satisfies LimitOptions,
     /** Inputs (requests 0..n-1 of the 1-input cell) and passes of the interleaved raw/server latency pairs. */
