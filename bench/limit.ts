@@ -30,6 +30,8 @@ export interface LimitOptions {
    * interleaves these with requests to a server, so both sides of target (b) see the same machine state.
    */
   serveLatency: boolean;
+  /** Skip the sweep: measure threads[0] x batchSizes[0] only (the harness's fresh child for the final numbers). */
+  finalOnly?: boolean;
 }
 
 export interface SweepPoint {
@@ -150,7 +152,7 @@ export async function runLimit(o: LimitOptions, progress: (m: string) => void): 
     return s;
   };
   const sweep: SweepPoint[] = [];
-  for (const threads of o.threads) {
+  for (const threads of o.finalOnly ? [] : o.threads) {
     const s = await session(threads);
     for (const batchSize of o.batchSizes) {
       const p = await measure(s, sampledBatches(sorted, batchSize, o.sweepSample), batchSize, threads, o.passes);
@@ -158,13 +160,14 @@ export async function runLimit(o: LimitOptions, progress: (m: string) => void): 
       sweep.push(p);
     }
   }
-  const bestPoint = sweep.reduce((a, b) => (b.tokensPerSec > a.tokensPerSec ? b : a));
+  const bestPoint = o.finalOnly ? { threads: o.threads[0]!, batchSize: o.batchSizes[0]! } : sweep.reduce((a, b) => (b.tokensPerSec > a.tokensPerSec ? b : a));
   const best = { threads: bestPoint.threads, batchSize: bestPoint.batchSize };
   // Other thread counts' sessions are dropped so the peak RSS reflects one session, as in a server.
   for (const [t, s] of sessions) if (t !== best.threads) { await s.release(); sessions.delete(t); }
   const s = await session(best.threads);
   const batchMs: number[] = [];
   const finalPoint = await measure(s, sampledBatches(sorted, best.batchSize, o.finalSample), best.batchSize, best.threads, o.passes, batchMs);
+  if (o.finalOnly) sweep.push(finalPoint);
   progress(`limit final threads=${best.threads} batch=${best.batchSize}: ${finalPoint.tokensPerSec.toFixed(0)} tokens/s`);
   const pc = percentiles(batchMs);
   const result = { sweep, best, final: { ...finalPoint, batchMs: { p50: pc.p50, p95: pc.p95, p99: pc.p99 } }, peakRssMb: peakRssMb(process.pid) };

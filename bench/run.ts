@@ -372,6 +372,8 @@ export async function runCell(system: string, url: string, pool: readonly Worklo
   };
 }
 
+const PAIR_PAUSE_MS = Number(process.env.BENCH_PAIR_PAUSE_MS ?? 10);
+
 export interface Paired {
   system: string;
   /** Client round trip minus one raw run on the same input, per pair (ms). */
@@ -396,13 +398,13 @@ async function pairedLatency(system: string, url: string, limit: LimitChild, poo
       const raw = await limit.raw(k);
       // A pause on each side: onnxruntime's idle pool threads spin for a moment after a run, and must not steal
       // the other process's cores.
-      await Bun.sleep(10);
+      await Bun.sleep(PAIR_PAUSE_MS);
       const payload = body(requestTexts(pool, 1, k));
       const t0 = performance.now();
       const res = await fetch(`${url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: payload });
       await res.text();
       const client = performance.now() - t0;
-      await Bun.sleep(10);
+      await Bun.sleep(PAIR_PAUSE_MS);
       diffs.push(client - raw);
       clients.push(client);
       raws.push(raw);
@@ -564,12 +566,20 @@ async function main(): Promise<void> {
     log(`other load before start: ${l.toFixed(2)} cores`);
   }
   log("limit: sweeping intra-op threads and batch sizes");
-  const limitChild = new LimitChild({ ...p.limit, modelDir });
-  const limitLoad = new OtherLoad(() => [process.pid, limitChild.pid]);
+  // The sweep runs in one child; the best setting is then measured in a fresh child that loads one session and
+  // runs one batch size, so its peak RSS compares with a server's (the sweep's larger batches grow the arena).
+  const sweepChild = new LimitChild({ ...p.limit, modelDir, serveLatency: false, finalSample: 8 });
+  const limitLoad = new OtherLoad(() => [process.pid, sweepChild.pid]);
   limitLoad.start();
-  const limit = await limitChild.result();
-  const limitOther = limitLoad.stop();
-  const threads = o.threads ?? limit.best.threads;
+  const sweep = await sweepChild.result();
+  await sweepChild.quit();
+  const bestThreads = o.threads ?? sweep.best.threads;
+  const limitChild = new LimitChild({ ...p.limit, modelDir, threads: [bestThreads], batchSizes: [sweep.best.batchSize], finalOnly: true });
+  const limitLoad2 = new OtherLoad(() => [process.pid, limitChild.pid]);
+  limitLoad2.start();
+  const limit: LimitResult = { ...(await limitChild.result()), sweep: sweep.sweep };
+  const limitOther = Math.max(limitLoad.stop(), limitLoad2.stop());
+  const threads = bestThreads;
   log(`limit: best ${limit.best.threads} thread(s), batch ${limit.best.batchSize}: ${limit.final.tokensPerSec.toFixed(0)} tokens/s; servers use ${threads} thread(s)`);
 
   const cells: Cell[] = [];
