@@ -3,7 +3,7 @@
 import type { ServedModel } from "../../engine/registry";
 import { labelScores } from "../../tasks/classify";
 import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
-import { ClassifyRequest, ClassifyResponse } from "../schemas";
+import { ClassifyRequest } from "../schemas";
 import { checkTexts } from "../validate";
 
 type ClassifyModel = Extract<ServedModel, { task: "classify" }>;
@@ -28,7 +28,6 @@ export function classifyRoutes(ctx: ServerContext) {
     },
     {
       body: ClassifyRequest,
-      response: { 200: ClassifyResponse },
       detail: { summary: "Classify texts with a sequence classifier", tags: ["classify"] },
     },
   );

@@ -5,7 +5,7 @@ import type { ServedModel } from "../../engine/registry";
 import { finishEmbedding, toBase64 } from "../../tasks/embed";
 import type { Encoded } from "../../tokenize/encode";
 import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
-import { EmbeddingsRequest, EmbeddingsResponse } from "../schemas";
+import { EmbeddingsRequest } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 
 type EmbedModel = Extract<ServedModel, { task: "embed" }>;
@@ -80,7 +80,6 @@ export function embeddingsRoutes(ctx: ServerContext) {
     },
     {
       body: EmbeddingsRequest,
-      response: { 200: EmbeddingsResponse },
       detail: { summary: "Create embeddings (OpenAI-compatible)", tags: ["embeddings"] },
     },
   );

@@ -4,7 +4,7 @@ import { InvalidInput } from "../../errors";
 import type { ServedModel } from "../../engine/registry";
 import { rankResults } from "../../tasks/rerank";
 import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
-import { RerankRequest, RerankResponse } from "../schemas";
+import { RerankRequest } from "../schemas";
 import { checkCount, checkText } from "../validate";
 
 type RerankModel = Extract<ServedModel, { task: "rerank" }>;
@@ -43,7 +43,6 @@ export function rerankRoutes(ctx: ServerContext) {
     },
     {
       body: RerankRequest,
-      response: { 200: RerankResponse },
       detail: { summary: "Rerank documents against a query (Cohere-compatible)", tags: ["rerank"] },
     },
   );
