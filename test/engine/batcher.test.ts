@@ -65,7 +65,8 @@ describe("selectBatch", () => {
     expect(capped).toEqual([0, 2, 4]);
     const lengths = capped.map((i) => queue[i]!.length);
     expect(paddingOf(lengths) / (Math.max(...lengths) * lengths.length)).toBeLessThanOrEqual(0.05);
-    expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 0.05))).toEqual([0, 2]);
+    expect(selectBatch(q(50, 100, 51), limits(8, 10_000, 64, 0.05))).toEqual([0, 2]);
+    expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 0.05))).toEqual([0]);
   });
 
   test("window grows with batch size", () => {
