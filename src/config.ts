@@ -84,7 +84,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "hub branch, tag or commit to download" },
   { name: "batch-size", kind: "int", perModel: true, repeatable: true, default: 32,
     help: "most inputs in one inference batch" },
-  { name: "max-batch-tokens", kind: "int", perModel: true, repeatable: true, default: 16384,
+  { name: "max-batch-tokens", kind: "int", perModel: true, repeatable: true, default: 8192,
     help: "token budget of one batch: padded length x batch size" },
   { name: "dtype", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DTYPES,
     help: "which ONNX export to load: float32 (model.onnx), float16 (model_fp16.onnx), int8 (model_quantized.onnx / model_int8.onnx); auto prefers float32" },

@@ -86,8 +86,11 @@ describe("documentation stays true", () => {
   test("README documents every option and its environment variable", () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     for (const o of OPTIONS) {
-      expect(readme).toContain(`--${o.kind === "bool" ? "[no-]" : ""}${o.name}\``);
-      expect(readme).toContain(envName(o.name));
+      const row = readme.split("\n").find((l) => l.startsWith(`| \`--${o.kind === "bool" ? "[no-]" : ""}${o.name}\``));
+      expect(row).toBeDefined();
+      expect(row).toContain(envName(o.name));
+      const def = o.defaultLabel ?? (o.default === null ? "—" : Array.isArray(o.default) ? (o.default.length ? o.default.join(",") : "—") : String(o.default));
+      expect(row).toContain(`\`${def}\``);
     }
   });
 

@@ -43,7 +43,8 @@ export function hubSettingsFromEnv(env: Record<string, string | undefined>, cach
   };
 }
 
-function listFolder(dir: string): string[] {
+/** Every file below a folder, as repository paths (forward slashes), sorted. */
+export function listFolder(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     for (const entry of readdirSync(d, { withFileTypes: true })) {

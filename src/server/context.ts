@@ -33,3 +33,10 @@ export function timingHeaders(set: { headers: Record<string, string | number> },
 export function router(prefix?: string) {
   return new Elysia({ normalize: false, ...(prefix !== undefined ? { prefix } : {}) });
 }
+
+/** OpenAI-style usage: real tokens fed to the model (special tokens in, padding out). */
+export function usageOf(encoded: ReadonlyArray<{ ids: ArrayLike<number> }>): { prompt_tokens: number; total_tokens: number } {
+  let tokens = 0;
+  for (const e of encoded) tokens += e.ids.length;
+  return { prompt_tokens: tokens, total_tokens: tokens };
+}

@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { paddingOf, selectBatch, windowFor } from "../../src/engine/batcher";
 
 const q = (...lengths: number[]) => lengths.map((length) => ({ length }));
-const limits = (maxBatchSize: number, maxBatchTokens: number, window = 64) => ({ maxBatchSize, maxBatchTokens, window });
+// Padding cap 1 (off) unless a test sets it.
+const limits = (maxBatchSize: number, maxBatchTokens: number, window = 64, maxPadding = 1) => ({ maxBatchSize, maxBatchTokens, window, maxPadding });
 
 describe("selectBatch", () => {
   test("empty queue gives no batch", () => {
@@ -53,6 +54,19 @@ describe("selectBatch", () => {
   test("no starvation: a long input at the head is served next even with many short ones behind", () => {
     const queue = q(200, ...Array(100).fill(3));
     expect(selectBatch(queue, limits(4, 100_000))).toContain(0);
+  });
+
+  test("the padding cap keeps inputs of very different lengths apart", () => {
+    const queue = q(100, 5, 98, 6, 97);
+    // Without a cap the five run together (lengths 5 and 6 padded to 100).
+    expect(selectBatch(queue, limits(8, 10_000, 64, 1))).toEqual([0, 1, 2, 3, 4]);
+    // With 5%, only the long ones share a batch; the short ones wait for their own.
+    const capped = selectBatch(queue, limits(8, 10_000, 64, 0.05));
+    expect(capped).toEqual([0, 2, 4]);
+    const lengths = capped.map((i) => queue[i]!.length);
+    expect(paddingOf(lengths) / (Math.max(...lengths) * lengths.length)).toBeLessThanOrEqual(0.05);
+    expect(selectBatch(q(50, 100, 51), limits(8, 10_000, 64, 0.05))).toEqual([0, 2]);
+    expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 0.05))).toEqual([0]);
   });
 
   test("window grows with batch size", () => {

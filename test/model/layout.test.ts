@@ -2,21 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { chooseOnnxFile, chooseTowerFiles, externalDataFiles, mediaModalityOf, onnxFilesFor, poolingFromConfig, positionLimit, readLayout, readModules, taskOf } from "../../src/model/layout";
 import { ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";
-import { readdirSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { listFolder } from "../../src/model/resolve";
 
-function files(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d)) {
-      const p = join(d, e);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.push(relative(dir, p));
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 describe("ONNX file choice", () => {
   const repo = ["config.json", "onnx/model.onnx", "onnx/model_fp16.onnx", "onnx/model_quantized.onnx", "onnx/model.onnx_data"];
@@ -71,7 +58,7 @@ describe("sentence-transformers files of every generation", () => {
 });
 
 describe("fixture folders read as the model says", () => {
-  const read = (name: string, dtype: "auto" | "float16" | "int8" = "auto", pooling: "auto" | "cls" = "auto") => readLayout(fixture(name), files(fixture(name)), dtype, pooling);
+  const read = (name: string, dtype: "auto" | "float16" | "int8" = "auto", pooling: "auto" | "cls" = "auto") => readLayout(fixture(name), listFolder(fixture(name)), dtype, pooling);
 
   test("bert-mean-norm (newest sentence-transformers format)", () => {
     const l = read("bert-mean-norm");
@@ -124,15 +111,15 @@ describe("multimodal towers", () => {
     expect(mediaModalityOf({ audio_config: {} })).toBe("audio");
     expect(mediaModalityOf({ hidden_size: 32 })).toBeNull();
     const dir = fixture("clip");
-    const clip = readLayout(dir, files(dir), "auto", "auto");
+    const clip = readLayout(dir, listFolder(dir), "auto", "auto");
     expect(clip.modalities).toEqual(["text", "image"]);
     expect(clip.media).toMatchObject({ modality: "image", textFile: "onnx/text_model.onnx", mediaFile: "onnx/vision_model.onnx", combined: false, imageSize: 32 });
     expect(clip.hiddenSize).toBe(16);
     expect(clip.maxLength).toBe(77);
     const clapDir = fixture("clap");
-    const clap = readLayout(clapDir, files(clapDir), "auto", "auto");
+    const clap = readLayout(clapDir, listFolder(clapDir), "auto", "auto");
     expect(clap.modalities).toEqual(["text", "audio"]);
     expect(clap.media?.mediaFile).toBe("onnx/audio_model.onnx");
-    expect(readLayout(fixture("bert-mean-norm"), files(fixture("bert-mean-norm")), "auto", "auto").modalities).toEqual(["text"]);
+    expect(readLayout(fixture("bert-mean-norm"), listFolder(fixture("bert-mean-norm")), "auto", "auto").modalities).toEqual(["text"]);
   });
 });

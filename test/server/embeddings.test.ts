@@ -4,6 +4,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+import { INLINE_TOKENIZE_CHARS } from "../../src/engine/registry";
+import { Value } from "@sinclair/typebox/value";
+import { EmbeddingsResponse } from "../../src/server/schemas";
 
 const EMBEDDERS = ["bert-mean-norm", "roberta-cls", "xlmr-max"] as const;
 let server: RunningServer;
@@ -39,6 +42,8 @@ describe("parity with sentence-transformers references", () => {
     test(`${name}: all texts in one request and as concurrent requests of mixed lengths`, async () => {
       const ref = await reference(name);
       const texts = ref.cases.map((c: { text: string }) => c.text);
+      // Over INLINE_TOKENIZE_CHARS in total: this request is tokenized by the worker pool.
+      expect(texts.join("").length).toBeGreaterThan(INLINE_TOKENIZE_CHARS);
       const one = await embed({ model: name, input: texts });
       expect(one.status).toBe(200);
       ref.cases.forEach((c: { embedding: number[] }, i: number) => {
@@ -99,6 +104,13 @@ describe("encoding and dimensions", () => {
     expect(cut.json.data[0].embedding).toHaveLength(8);
     expect(maxAbsDiff(cut.json.data[0].embedding, l2(full.json.data[0].embedding.slice(0, 8)))).toBeLessThan(1e-6);
     expect(Math.hypot(...cut.json.data[0].embedding)).toBeCloseTo(1, 5);
+  });
+
+  test("responses match the schema the OpenAPI document publishes", async () => {
+    for (const encoding_format of ["float", "base64"]) {
+      const { json } = await embed({ model: "bert-mean-norm", input: ["a", "b c"], encoding_format });
+      expect(Value.Check(EmbeddingsResponse, json)).toBe(true);
+    }
   });
 
   test("response carries the OpenAI fields and timing headers", async () => {

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CohereClient, CohereClientV2 } from "cohere-ai";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, isOddSplitCase, postJson, reference, startTestServer } from "../helpers";
+import { Value } from "@sinclair/typebox/value";
+import { ClassifyResponse, ModelsResponse, RerankResponse } from "../../src/server/schemas";
 
 let server: RunningServer;
 let url: string;
@@ -62,6 +64,15 @@ describe("rerank parity with the cross-encoder reference", () => {
 
 describe("rerank options", () => {
   const docs = ["alpha beta", "the cat sat on the mat", "completely unrelated text about rockets", "cats and mats"];
+
+  test("responses match the schemas the OpenAPI document publishes", async () => {
+    const r = await postJson(`${url}/rerank`, { query: "q", documents: docs, model: "bert-rerank", return_documents: true });
+    expect(Value.Check(RerankResponse, r.json)).toBe(true);
+    const c = await postJson(`${url}/classify`, { input: ["a", "b"], model: "bert-classify" });
+    expect(Value.Check(ClassifyResponse, c.json)).toBe(true);
+    const m = await (await fetch(`${url}/models`)).json();
+    expect(Value.Check(ModelsResponse, m)).toBe(true);
+  });
 
   test("top_n cuts after sorting; return_documents off by default", async () => {
     const all = await postJson(`${url}/rerank`, { query: "cat on a mat", documents: docs, model: "bert-rerank" });

@@ -2,8 +2,8 @@
 
 import type { ServedModel } from "../../engine/registry";
 import { labelScores } from "../../tasks/classify";
-import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
-import { ClassifyRequest, ClassifyResponse } from "../schemas";
+import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
+import { ClassifyRequest } from "../schemas";
 import { checkTexts } from "../validate";
 
 type ClassifyModel = Extract<ServedModel, { task: "classify" }>;
@@ -17,20 +17,17 @@ export function classifyRoutes(ctx: ServerContext) {
       const texts = checkTexts(body.input, "input", ctx.config);
       const encoded = await model.encode(texts);
       const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
-      let tokens = 0;
-      for (const e of encoded) tokens += e.ids.length;
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
       return {
         object: "classify" as const,
         data: results.map((logits) => labelScores(logits, model.layout.labels, body.raw_scores === true)),
         model: model.name,
-        usage: { prompt_tokens: tokens, total_tokens: tokens },
+        usage: usageOf(encoded),
         ...responseMeta("classify"),
       };
     },
     {
       body: ClassifyRequest,
-      response: { 200: ClassifyResponse },
       detail: { summary: "Classify texts with a sequence classifier", tags: ["classify"] },
     },
   );

@@ -6,7 +6,7 @@ import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, toBase64 } from "../../tasks/embed";
 import type { Encoded } from "../../tokenize/encode";
 import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
-import { EmbeddingsRequest, EmbeddingsResponse } from "../schemas";
+import { EmbeddingsRequest } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 
 type EmbedModel = Extract<ServedModel, { task: "embed" }>;
@@ -125,7 +125,6 @@ export function embeddingsRoutes(ctx: ServerContext) {
     },
     {
       body: EmbeddingsRequest,
-      response: { 200: EmbeddingsResponse },
       detail: { summary: "Create embeddings (OpenAI-compatible)", tags: ["embeddings"] },
     },
   );

@@ -3,8 +3,8 @@
 import { InvalidInput } from "../../errors";
 import type { ServedModel } from "../../engine/registry";
 import { rankResults } from "../../tasks/rerank";
-import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
-import { RerankRequest, RerankResponse } from "../schemas";
+import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
+import { RerankRequest } from "../schemas";
 import { checkCount, checkText } from "../validate";
 
 type RerankModel = Extract<ServedModel, { task: "rerank" }>;
@@ -26,8 +26,6 @@ export function rerankRoutes(ctx: ServerContext) {
       if (body.top_n !== undefined && body.top_n < 1) throw new InvalidInput(`\`top_n\` must be at least 1, got ${body.top_n}`, "top_n");
       const encoded = await model.encode(docs, docs.map(() => body.query));
       const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
-      let tokens = 0;
-      for (const e of encoded) tokens += e.ids.length;
       const ranked = rankResults(results, body.top_n, body.raw_scores === true);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
       return {
@@ -38,14 +36,13 @@ export function rerankRoutes(ctx: ServerContext) {
           ...(body.return_documents ? { document: { text: docs[r.index]! } } : {}),
         })),
         model: model.name,
-        usage: { prompt_tokens: tokens, total_tokens: tokens },
+        usage: usageOf(encoded),
         ...responseMeta("rerank"),
         meta: { billed_units: { search_units: 1 } },
       };
     },
     {
       body: RerankRequest,
-      response: { 200: RerankResponse },
       detail: { summary: "Rerank documents against a query (Cohere-compatible)", tags: ["rerank"] },
     },
   );

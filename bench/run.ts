@@ -1,0 +1,674 @@
+// The benchmark: the limit (onnxruntime alone), a naive transformers.js server and this server, same model, same
+// thread setting, same seeded workload, in one run. Writes bench/results/{results.md,results.json,chart.png}.
+//
+//   bun run bench                 full run (about 8-10 minutes on 2 cores)
+//   bun run bench --quick         smoke run (1-2 minutes)
+//   options: --out DIR  --cell-seconds S  --threads N (skip the thread sweep's choice)  --systems naive,server
+//            --server-arg=--flag --server-arg=value (extra flags for this server, repeatable)  --wait-quiet S
+//            --label TEXT (noted in the results, e.g. which server flags are being tried)
+//            --server-root DIR (run src/cli.ts of another checkout, e.g. a patched copy, for A/B comparisons)
+//            --latency-only (diagnostic: only the interleaved concurrency-1 latency pairs of target (b), with this
+//            server's timing breakdown; prints the table, writes nothing)
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import type { Subprocess } from "bun";
+import { drawChart, type ChartSeries } from "./chart";
+import type { LimitOptions, LimitResult } from "./limit";
+import { ensureBenchModel, MODEL_NAME, REPO_ROOT } from "./model";
+import { percentiles, peakRssMb } from "./stats";
+import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
+
+// ---------------------------------------------------------------- options
+
+interface Options {
+  quick: boolean;
+  out: string;
+  cellSeconds: number;
+  threads: number | null;
+  systems: SystemName[];
+  serverArgs: string[];
+  waitQuiet: number;
+  label: string;
+  latencyOnly: boolean;
+  serverRoot: string;
+}
+
+type SystemName = "naive" | "server";
+
+function parseOptions(argv: string[]): Options {
+  const o: Options = {
+    quick: false,
+    out: join(REPO_ROOT, "bench", "results"),
+    cellSeconds: 0,
+    threads: null,
+    systems: ["naive", "server"],
+    serverArgs: [],
+    waitQuiet: 60,
+    label: "",
+    latencyOnly: false,
+    serverRoot: REPO_ROOT,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const value = () => {
+      const eq = a.indexOf("=");
+      if (eq >= 0) return a.slice(eq + 1);
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    const name = a.split("=")[0];
+    if (name === "--quick") o.quick = true;
+    else if (name === "--out") o.out = resolve(value());
+    else if (name === "--cell-seconds") o.cellSeconds = Number(value());
+    else if (name === "--threads") o.threads = Number(value());
+    else if (name === "--systems") o.systems = value().split(",").filter(Boolean) as SystemName[];
+    else if (name === "--server-arg") o.serverArgs.push(value());
+    else if (name === "--wait-quiet") o.waitQuiet = Number(value());
+    else if (name === "--label") o.label = value();
+    else if (name === "--latency-only") o.latencyOnly = true;
+    else if (name === "--server-root") o.serverRoot = resolve(value());
+    else throw new Error(`unknown option ${a}`);
+  }
+  if (!o.cellSeconds) o.cellSeconds = o.quick ? 4 : 20;
+  return o;
+}
+
+const POOL_SIZE = 2048;
+const WORKLOAD_SEED = 12345;
+const SIZES = [1, 32];
+
+function plan(o: Options) {
+  return {
+    concurrency: o.quick ? [1, 4, 16] : [1, 4, 16, 64],
+    /** Quick runs skip 32-input requests at concurrency 16: one wave of 512 inputs alone takes ~15-30 s. */
+    concurrencyFor: (size: number) => (o.quick && size > 1 ? [1, 4] : o.quick ? [1, 4, 16] : [1, 4, 16, 64]),
+    maxRequests: (size: number) => (size === 1 ? (o.quick ? 300 : 2000) : o.quick ? 40 : 200),
+    limit: {
+      modelDir: "",
+      poolSize: POOL_SIZE,
+      workloadSeed: WORKLOAD_SEED,
+      threads: o.latencyOnly ? [o.threads ?? 2] : [1, 2],
+      batchSizes: o.latencyOnly ? [8] : o.quick ? [8, 32] : [1, 4, 8, 16, 32, 64],
+      sweepSample: o.latencyOnly ? 16 : o.quick ? 48 : 96,
+      finalSample: o.latencyOnly ? 16 : o.quick ? 64 : 256,
+      passes: o.latencyOnly ? 1 : 2,
+      serveLatency: true,
+    } satisfies LimitOptions,
+    /** Inputs (requests 0..n-1 of the 1-input cell) and passes of the interleaved raw/server latency pairs. */
+    pairedInputs: o.quick ? 30 : 100,
+    pairedPasses: 2,
+  };
+}
+
+const log = (m: string) => console.error(`[bench] ${m}`);
+
+// ---------------------------------------------------------------- CPU accounting (others' load on the machine)
+
+function cpuJiffies(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3]! + (f[4] ?? 0);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+function procJiffies(pid: number): number {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    return Number(f[11]) + Number(f[12]); // utime + stime
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU use by processes other than ours (in cores), between start() and stop(). */
+export class OtherLoad {
+  private b0 = 0;
+  private own0 = 0;
+  private t0 = 0;
+  constructor(private readonly pids: () => number[]) {}
+  start(): void {
+    this.b0 = cpuJiffies().busy;
+    this.own0 = this.pids().reduce((s, p) => s + procJiffies(p), 0);
+    this.t0 = performance.now();
+  }
+  stop(): number {
+    const busy = cpuJiffies().busy - this.b0;
+    const own = this.pids().reduce((s, p) => s + procJiffies(p), 0) - this.own0;
+    const secs = (performance.now() - this.t0) / 1000;
+    return Math.max(0, (busy - own) / 100 / secs);
+  }
+}
+
+async function waitQuiet(maxSeconds: number): Promise<number> {
+  const probe = new OtherLoad(() => [process.pid]);
+  const until = performance.now() + maxSeconds * 1000;
+  let load = 0;
+  for (;;) {
+    probe.start();
+    await Bun.sleep(2000);
+    load = probe.stop();
+    if (load < 0.15 || performance.now() > until) return load;
+    log(`other processes use ${load.toFixed(2)} cores; waiting for a quiet machine (up to ${maxSeconds} s)`);
+  }
+}
+
+// ---------------------------------------------------------------- processes
+
+async function readAll(stream: ReadableStream<Uint8Array> | null | undefined): Promise<string> {
+  return stream ? await new Response(stream).text() : "";
+}
+
+/** The limit child: prints its result line, then stays up to answer raw single-input latency questions. */
+class LimitChild {
+  private readonly proc: Subprocess<"pipe", "pipe", "inherit">;
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private buffered = "";
+  private readonly dec = new TextDecoder();
+
+  constructor(opts: LimitOptions) {
+    this.proc = Bun.spawn([process.execPath, join(REPO_ROOT, "bench", "limit.ts"), JSON.stringify(opts)], { stdin: "pipe", stdout: "pipe", stderr: "inherit", cwd: REPO_ROOT });
+    this.reader = this.proc.stdout.getReader();
+  }
+
+  get pid(): number {
+    return this.proc.pid;
+  }
+
+  async line(): Promise<string> {
+    for (;;) {
+      const nl = this.buffered.indexOf("\n");
+      if (nl >= 0) {
+        const l = this.buffered.slice(0, nl);
+        this.buffered = this.buffered.slice(nl + 1);
+        return l;
+      }
+      const { done, value } = await this.reader.read();
+      if (done) throw new Error(`limit child ended (exit ${await this.proc.exited})`);
+      this.buffered += this.dec.decode(value, { stream: true });
+    }
+  }
+
+  async result(): Promise<LimitResult> {
+    return JSON.parse(await this.line()) as LimitResult;
+  }
+
+  /** One raw onnxruntime run of request k of the 1-input cell, in ms. */
+  async raw(k: number): Promise<number> {
+    this.proc.stdin.write(`${k}\n`);
+    this.proc.stdin.flush();
+    return Number(await this.line());
+  }
+
+  async quit(): Promise<void> {
+    this.proc.stdin.write("quit\n");
+    this.proc.stdin.end();
+    await this.proc.exited;
+  }
+}
+
+interface Running {
+  proc: Subprocess;
+  url: string;
+  stderr: string[];
+}
+
+function spawnLogged(cmd: string[]): Running {
+  const stderr: string[] = [];
+  const proc = Bun.spawn(cmd, { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env } });
+  for (const s of [proc.stdout, proc.stderr]) {
+    void (async () => {
+      const dec = new TextDecoder();
+      const reader = (s as ReadableStream<Uint8Array>).getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        stderr.push(dec.decode(value));
+        if (stderr.length > 200) stderr.shift();
+      }
+    })();
+  }
+  return { proc, url: "", stderr };
+}
+
+async function waitReady(r: Running, timeoutS: number): Promise<void> {
+  const until = performance.now() + timeoutS * 1000;
+  while (performance.now() < until) {
+    if (r.proc.exitCode !== null) throw new Error(`process exited with ${r.proc.exitCode}:\n${r.stderr.join("")}`);
+    try {
+      const res = await fetch(`${r.url}/health`);
+      if (res.ok && ((await res.json()) as { status?: string }).status === "ready") return;
+    } catch { /* not listening yet */ }
+    await Bun.sleep(250);
+  }
+  throw new Error(`not ready after ${timeoutS} s:\n${r.stderr.join("")}`);
+}
+
+export async function stop(r: Running): Promise<void> {
+  r.proc.kill("SIGTERM");
+  const done = await Promise.race([r.proc.exited.then(() => true), Bun.sleep(15000).then(() => false)]);
+  if (!done) {
+    r.proc.kill("SIGKILL");
+    await r.proc.exited;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const port = s.port!;
+  s.stop(true);
+  return port;
+}
+
+// ---------------------------------------------------------------- load generator
+
+export interface Cell {
+  system: string;
+  size: number;
+  concurrency: number;
+  requests: number;
+  errors: number;
+  firstError: string | null;
+  seconds: number;
+  inputsPerSec: number;
+  tokensPerSec: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  peakRssMb: number;
+  otherLoadCores: number;
+  /** From this server's /metrics over the cell: batches run, mean inputs per batch, share of padded tokens. */
+  batches: number | null;
+  meanBatch: number | null;
+  paddingFraction: number | null;
+}
+
+/** Sums of the Prometheus series this harness reads (all label sets added up); null if /metrics is absent. */
+async function scrape(url: string): Promise<Record<string, number> | null> {
+  try {
+    const res = await fetch(`${url}/metrics`);
+    if (!res.ok) return null;
+    const out: Record<string, number> = {};
+    for (const line of (await res.text()).split("\n")) {
+      const m = line.match(/^(infinity_(?:batch_size_sum|batch_size_count|batch_tokens_sum|tokens_total))(?:\{[^}]*\})?\s+([0-9.eE+-]+)$/);
+      if (m) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+    }
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+const MODEL_FIELD = "bench-model";
+
+function body(texts: readonly WorkloadText[]): string {
+  return JSON.stringify({ model: MODEL_FIELD, input: texts.map((t) => t.text), encoding_format: "base64" });
+}
+
+/** Checks one response's shape: one base64 float32 vector of the model's width per input. */
+function checkResponse(json: unknown, size: number): string | null {
+  const data = (json as { data?: Array<{ embedding?: unknown }> }).data;
+  if (!Array.isArray(data) || data.length !== size) return `expected ${size} embeddings, got ${Array.isArray(data) ? data.length : "none"}`;
+  const e = data[0]!.embedding;
+  if (typeof e !== "string" || Buffer.from(e, "base64").length !== 384 * 4) return "embedding is not 384 base64 float32 values";
+  return null;
+}
+
+export async function runCell(system: string, url: string, pool: readonly WorkloadText[], size: number, concurrency: number, maxRequests: number, maxSeconds: number, pid: number, load: OtherLoad): Promise<Cell> {
+  const lat: number[] = [];
+  let next = 0, tokens = 0, inputs = 0, errors = 0, checked = false;
+  let firstError: string | null = null;
+  const m0 = await scrape(url);
+  load.start();
+  const t0 = performance.now();
+  const deadline = t0 + maxSeconds * 1000;
+  // In-flight requests finish after the deadline (a saturated cell is one full wave at least); a hard cap stops
+  // a stuck server from hanging the run.
+  const hardStop = AbortSignal.timeout(Math.max(180, maxSeconds * 6) * 1000);
+  let tEnd = t0;
+  const worker = async () => {
+    while (next < maxRequests && performance.now() < deadline) {
+      const k = next++;
+      const texts = requestTexts(pool, size, k);
+      const payload = body(texts);
+      const s = performance.now();
+      try {
+        const res = await fetch(`${url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: payload, signal: hardStop });
+        const text = await res.text();
+        const ms = performance.now() - s;
+        if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+        if (!checked) {
+          checked = true;
+          const bad = checkResponse(JSON.parse(text), size);
+          if (bad) throw new Error(bad);
+        }
+        lat.push(ms);
+        for (const t of texts) tokens += t.ids.length;
+        inputs += size;
+        tEnd = performance.now();
+      } catch (e) {
+        errors++;
+        firstError ??= (e as Error).message;
+        if (hardStop.aborted) return;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const other = load.stop();
+  const m1 = m0 ? await scrape(url) : null;
+  const d = (k: string) => (m0 && m1 ? (m1[k] ?? 0) - (m0[k] ?? 0) : NaN);
+  const batches = d("infinity_batch_size_count");
+  const seconds = (tEnd - t0) / 1000;
+  const pc = percentiles(lat);
+  return {
+    system, size, concurrency, requests: lat.length, errors, firstError, seconds,
+    inputsPerSec: inputs / seconds, tokensPerSec: tokens / seconds, ...pc,
+    peakRssMb: peakRssMb(pid), otherLoadCores: other,
+    batches: Number.isFinite(batches) ? batches : null,
+    meanBatch: Number.isFinite(batches) && batches > 0 ? d("infinity_batch_size_sum") / batches : null,
+    paddingFraction: Number.isFinite(batches) && batches > 0 ? 1 - d("infinity_tokens_total") / d("infinity_batch_tokens_sum") : null,
+  };
+}
+
+const PAIR_PAUSE_MS = Number(process.env.BENCH_PAIR_PAUSE_MS ?? 10);
+
+export interface Paired {
+  system: string;
+  /** Client round trip minus one raw run on the same input, per pair (ms). */
+  diffs: number[];
+  medianDiff: number;
+  medianClient: number;
+  medianRaw: number;
+  /** From this server's timing headers: engine inference minus raw, and route total minus inference (ms). */
+  medianInferenceMinusRaw: number | null;
+  medianRouteMinusInference: number | null;
+  medianClientMinusRoute: number | null;
+}
+
+/**
+ * Target (b), measured interleaved: for each input, one raw run in the limit child, then one request to the
+ * server (concurrency 1), so slow drifts of the machine hit both sides alike.
+ */
+async function pairedLatency(system: string, url: string, limit: LimitChild, pool: readonly WorkloadText[], inputs: number, passes: number): Promise<Paired> {
+  const diffs: number[] = [], clients: number[] = [], raws: number[] = [], infMinusRaw: number[] = [], routeMinusInf: number[] = [], clientMinusRoute: number[] = [];
+  for (let pass = 0; pass < passes; pass++) {
+    for (let k = 0; k < inputs; k++) {
+      const raw = await limit.raw(k);
+      // A pause on each side: onnxruntime's idle pool threads spin for a moment after a run, and must not steal
+      // the other process's cores.
+      await Bun.sleep(PAIR_PAUSE_MS);
+      const payload = body(requestTexts(pool, 1, k));
+      const t0 = performance.now();
+      const res = await fetch(`${url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: payload });
+      await res.text();
+      const client = performance.now() - t0;
+      await Bun.sleep(PAIR_PAUSE_MS);
+      diffs.push(client - raw);
+      clients.push(client);
+      raws.push(raw);
+      const inf = res.headers.get("x-inference-time-ms"), total = res.headers.get("x-total-time-ms");
+      if (inf !== null && total !== null) {
+        infMinusRaw.push(Number(inf) - raw);
+        routeMinusInf.push(Number(total) - Number(inf));
+        clientMinusRoute.push(client - Number(total));
+      }
+    }
+  }
+  const m = (xs: number[]) => (xs.length ? median(xs) : null);
+  return {
+    system, diffs, medianDiff: median(diffs), medianClient: median(clients), medianRaw: median(raws),
+    medianInferenceMinusRaw: m(infMinusRaw), medianRouteMinusInference: m(routeMinusInf), medianClientMinusRoute: m(clientMinusRoute),
+  };
+}
+
+// ---------------------------------------------------------------- systems
+
+const SYSTEM_LABEL: Record<SystemName | "limit", string> = {
+  limit: "limit (onnxruntime alone)",
+  naive: "naive (Bun.serve + transformers.js)",
+  server: "infinity (this server)",
+};
+
+export async function startSystem(name: SystemName, modelDir: string, threads: number, serverArgs: string[], serverRoot = REPO_ROOT): Promise<Running> {
+  const port = await freePort();
+  const cmd =
+    name === "naive"
+      ? [process.execPath, join(REPO_ROOT, "bench", "naive-server.ts"), modelDir, String(port), String(threads)]
+      : [process.execPath, join(serverRoot, "src", "cli.ts"), "v2", "--model-id", modelDir, "--host", "127.0.0.1", "--port", String(port),
+         "--num-threads", String(threads), "--log-level", "warn", ...serverArgs];
+  const r = spawnLogged(cmd);
+  r.url = `http://127.0.0.1:${port}`;
+  await waitReady(r, 300);
+  return r;
+}
+
+async function embedOne(url: string, text: string): Promise<Float32Array> {
+  const res = await fetch(`${url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL_FIELD, input: [text], encoding_format: "base64" }) });
+  const json = (await res.json()) as { data: Array<{ embedding: string }> };
+  const buf = Buffer.from(json.data[0]!.embedding, "base64");
+  return new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
+}
+
+// ---------------------------------------------------------------- report
+
+const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "-");
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "-");
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "-");
+
+function median(xs: number[]): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : NaN;
+}
+
+interface Ratios {
+  saturated: { server: number; limit: number; ratio: number; target: number; cell: string };
+  overheadMs: { paired: number; serverP50: number; rawP50: number; target: number; pairs: number; naivePaired: number | null };
+  vsNaive: Array<{ size: number; server: number; naive: number; ratio: number }>;
+  vsNaiveTarget: number;
+}
+
+function computeRatios(cells: Cell[], limit: LimitResult, paired: Paired[]): Ratios {
+  const server = cells.filter((c) => c.system === "server");
+  const best = server.reduce<Cell | null>((a, c) => (!a || c.tokensPerSec > a.tokensPerSec ? c : a), null);
+  const ps = paired.find((x) => x.system === "server");
+  const pn = paired.find((x) => x.system === "naive");
+  const vsNaive = SIZES.map((size) => {
+    const s = cells.find((c) => c.system === "server" && c.size === size && c.concurrency === 16);
+    const n = cells.find((c) => c.system === "naive" && c.size === size && c.concurrency === 16);
+    return { size, server: s?.tokensPerSec ?? NaN, naive: n?.tokensPerSec ?? NaN, ratio: (s?.tokensPerSec ?? NaN) / (n?.tokensPerSec ?? NaN) };
+  });
+  return {
+    saturated: {
+      server: best?.tokensPerSec ?? NaN,
+      limit: limit.final.tokensPerSec,
+      ratio: (best?.tokensPerSec ?? NaN) / limit.final.tokensPerSec,
+      target: 0.9,
+      cell: best ? `${best.size} input(s) x concurrency ${best.concurrency}` : "-",
+    },
+    overheadMs: {
+      paired: ps?.medianDiff ?? NaN,
+      serverP50: ps?.medianClient ?? NaN,
+      rawP50: ps?.medianRaw ?? NaN,
+      target: 2,
+      pairs: ps?.diffs.length ?? 0,
+      naivePaired: pn?.medianDiff ?? null,
+    },
+    vsNaive,
+    vsNaiveTarget: 1.5,
+  };
+}
+
+function verdict(ok: boolean): string {
+  return ok ? "met" : "MISSED";
+}
+
+function markdown(r: {
+  header: Record<string, string>;
+  limit: LimitResult;
+  cells: Cell[];
+  paired: Paired[];
+  ratios: Ratios;
+  notes: string[];
+}): string {
+  const L: string[] = [];
+  L.push("# Benchmark results", "");
+  for (const [k, v] of Object.entries(r.header)) L.push(`- **${k}**: ${v}`);
+  L.push("", "## Targets", "");
+  const s = r.ratios.saturated;
+  L.push(`| target | measured | goal | verdict |`, `|---|---|---|---|`);
+  L.push(`| (a) saturated throughput, this server / limit | ${f2(s.ratio)} (${f0(s.server)} / ${f0(s.limit)} tokens/s; server best at ${s.cell}) | >= ${s.target} | ${verdict(s.ratio >= s.target)} |`);
+  const o = r.ratios.overheadMs;
+  L.push(`| (b) latency at concurrency 1, 1 input, minus one raw onnxruntime run on the same input | ${f2(o.paired)} ms (median of ${o.pairs} interleaved pairs; request p50 ${f2(o.serverP50)} ms, raw p50 ${f2(o.rawP50)} ms${o.naivePaired !== null ? `; naive server: ${f2(o.naivePaired)} ms` : ""}) | <= ${o.target} ms | ${verdict(o.paired <= o.target)} |`);
+  for (const v of r.ratios.vsNaive) {
+    L.push(`| (c) this server / naive at concurrency 16, ${v.size} input${v.size === 1 ? "" : "s"} per request | ${f2(v.ratio)} (${f0(v.server)} / ${f0(v.naive)} tokens/s) | >= ${r.ratios.vsNaiveTarget} | ${verdict(v.ratio >= r.ratios.vsNaiveTarget)} |`);
+  }
+  L.push("", "## All cells", "");
+  L.push("Latency is per request (client side, HTTP included); for the limit it is per batch. Peak RSS is the process's VmHWM after the cell (so it only grows down a system's rows). Other load: CPU cores used by processes outside the benchmark during the cell (should be ~0). Mean batch and padding (share of padded tokens in the batches run): from this server's /metrics; for the limit, its batches.", "");
+  L.push("| system | request size | concurrency | requests | inputs/s | tokens/s | p50 ms | p95 ms | p99 ms | peak RSS MB | errors | other load | mean batch | padding |");
+  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  const lf = r.limit.final;
+  L.push(`| ${SYSTEM_LABEL.limit} | sorted batches of ${lf.batchSize} | - | ${Math.round(lf.inputsPerSec * lf.seconds / lf.batchSize)} batches | ${f1(lf.inputsPerSec)} | ${f0(lf.tokensPerSec)} | ${f1(lf.batchMs.p50)} | ${f1(lf.batchMs.p95)} | ${f1(lf.batchMs.p99)} | ${f0(r.limit.peakRssMb)} | 0 | - | ${lf.batchSize} | ${(lf.paddedFraction * 100).toFixed(1)}% |`);
+  for (const c of r.cells) {
+    L.push(`| ${SYSTEM_LABEL[c.system as SystemName]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} | ${c.meanBatch === null ? "-" : f1(c.meanBatch)} | ${c.paddingFraction === null ? "-" : (c.paddingFraction * 100).toFixed(1) + "%"} |`);
+  }
+  L.push("", `## Limit sweep (intra-op threads x batch size; inputs are length-sorted neighbours, ${r.limit.sweep[0] ? "padding shown" : ""})`, "");
+  L.push("| intra-op threads | batch size | tokens/s | inputs/s | padding |", "|---:|---:|---:|---:|---:|");
+  for (const p of r.limit.sweep) {
+    const best = p.threads === r.limit.best.threads && p.batchSize === r.limit.best.batchSize;
+    L.push(`| ${p.threads} | ${p.batchSize} | ${best ? "**" : ""}${f0(p.tokensPerSec)}${best ? "**" : ""} | ${f1(p.inputsPerSec)} | ${(p.paddedFraction * 100).toFixed(1)}% |`);
+  }
+  L.push("", "## Latency at concurrency 1 against the raw run (target b)", "");
+  L.push("Each pair: one raw onnxruntime run of input k in the limit process, then one request with input k to the server; medians in ms. The breakdown columns come from this server's x-inference-time-ms / x-total-time-ms headers.", "");
+  L.push("| system | pairs | request | raw run | request - raw | engine inference - raw | route - inference | HTTP + client |", "|---|---:|---:|---:|---:|---:|---:|---:|");
+  const n2 = (x: number | null) => (x === null ? "-" : f2(x));
+  for (const q of r.paired) {
+    L.push(`| ${SYSTEM_LABEL[q.system as SystemName]} | ${q.diffs.length} | ${f2(q.medianClient)} | ${f2(q.medianRaw)} | ${f2(q.medianDiff)} | ${n2(q.medianInferenceMinusRaw)} | ${n2(q.medianRouteMinusInference)} | ${n2(q.medianClientMinusRoute)} |`);
+  }
+  if (r.notes.length) L.push("", "## Notes", "", ...r.notes.map((n) => `- ${n}`));
+  L.push("", "![tokens/s by concurrency](chart.png)", "");
+  return L.join("\n");
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  const p = plan(o);
+  const started = performance.now();
+  const modelDir = ensureBenchModel({ log });
+  const pool = makeWorkload(modelDir, POOL_SIZE, WORKLOAD_SEED).texts;
+  const lens = lengthStats(pool);
+  log(`workload: ${pool.length} texts, tokens min ${lens.min} p10 ${lens.p10} p50 ${lens.p50} p90 ${lens.p90} max ${lens.max} mean ${lens.mean.toFixed(1)}`);
+  if (o.waitQuiet > 0) {
+    const l = await waitQuiet(o.waitQuiet);
+    log(`other load before start: ${l.toFixed(2)} cores`);
+  }
+  log("limit: sweeping intra-op threads and batch sizes");
+  // The sweep runs in one child; the best setting is then measured in a fresh child that loads one session and
+  // runs one batch size, so its peak RSS compares with a server's (the sweep's larger batches grow the arena).
+  const sweepChild = new LimitChild({ ...p.limit, modelDir, serveLatency: false, finalSample: 8 });
+  const limitLoad = new OtherLoad(() => [process.pid, sweepChild.pid]);
+  limitLoad.start();
+  const sweep = await sweepChild.result();
+  await sweepChild.quit();
+  const bestThreads = o.threads ?? sweep.best.threads;
+  const limitChild = new LimitChild({ ...p.limit, modelDir, threads: [bestThreads], batchSizes: [sweep.best.batchSize], finalOnly: true });
+  const limitLoad2 = new OtherLoad(() => [process.pid, limitChild.pid]);
+  limitLoad2.start();
+  const limit: LimitResult = { ...(await limitChild.result()), sweep: sweep.sweep };
+  const limitOther = Math.max(limitLoad.stop(), limitLoad2.stop());
+  const threads = bestThreads;
+  log(`limit: best ${limit.best.threads} thread(s), batch ${limit.best.batchSize}: ${limit.final.tokensPerSec.toFixed(0)} tokens/s; servers use ${threads} thread(s)`);
+
+  const cells: Cell[] = [];
+  const paired: Paired[] = [];
+  const vectors = new Map<SystemName, Float32Array>();
+  for (const name of o.systems) {
+    log(`${name}: starting`);
+    const t0 = performance.now();
+    const r = await startSystem(name, modelDir, threads, name === "server" ? o.serverArgs : [], o.serverRoot);
+    const pid = r.proc.pid;
+    log(`${name}: ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (pid ${pid})`);
+    // The same client warm-up for both: a few single inputs and one full request.
+    for (let k = 0; k < 4; k++) await embedOne(r.url, pool[pool.length - 1 - k]!.text);
+    await fetch(`${r.url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: body(requestTexts(pool, 32, 0, 1000)) }).then((x) => x.text());
+    vectors.set(name, await embedOne(r.url, pool[0]!.text));
+    const load = new OtherLoad(() => [process.pid, pid]);
+    const q = await pairedLatency(name, r.url, limitChild, pool, p.pairedInputs, p.pairedPasses);
+    paired.push(q);
+    log(`${name}: concurrency-1 request minus raw run: median ${q.medianDiff.toFixed(2)} ms over ${q.diffs.length} pairs (request ${q.medianClient.toFixed(2)}, raw ${q.medianRaw.toFixed(2)})`);
+    if (q.medianInferenceMinusRaw !== null) log(`${name}: engine inference - raw ${q.medianInferenceMinusRaw.toFixed(2)} ms, route - inference ${q.medianRouteMinusInference!.toFixed(2)} ms, HTTP + client ${q.medianClientMinusRoute!.toFixed(2)} ms`);
+    if (o.latencyOnly) {
+      await stop(r);
+      continue;
+    }
+    for (const size of SIZES) {
+      for (const conc of p.concurrencyFor(size)) {
+        const c = await runCell(name, r.url, pool, size, conc, p.maxRequests(size), o.cellSeconds, pid, load);
+        cells.push(c);
+        log(`${name} size=${size} c=${conc}: ${c.requests} req, ${c.tokensPerSec.toFixed(0)} tokens/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, rss ${c.peakRssMb.toFixed(0)} MB, errors ${c.errors}, other load ${c.otherLoadCores.toFixed(2)}` + (c.meanBatch !== null ? `, mean batch ${c.meanBatch.toFixed(1)}, padding ${(c.paddingFraction! * 100).toFixed(1)}%` : ""));
+        if (c.errors) log(`${name}: first error: ${c.firstError}`);
+      }
+    }
+    await stop(r);
+  }
+  await limitChild.quit();
+  if (o.latencyOnly) return;
+
+  const ratios = computeRatios(cells, limit, paired);
+  const notes: string[] = [];
+  const a = vectors.get("naive"), b = vectors.get("server");
+  if (a && b) {
+    let dot = 0;
+    for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
+    notes.push(`Both servers return the same embedding for the same text (cosine ${dot.toFixed(6)}).`);
+  }
+  const maxOther = Math.max(limitOther, ...cells.map((c) => c.otherLoadCores));
+  if (maxOther > 0.15) notes.push(`Other processes used up to ${maxOther.toFixed(2)} cores during the run (limit: ${limitOther.toFixed(2)}): numbers in those cells are disturbed.`);
+  if (o.serverArgs.length) notes.push(`This server ran with extra flags: ${o.serverArgs.join(" ")}.`);
+  if (o.serverRoot !== REPO_ROOT) notes.push(`This server ran from another checkout: ${o.serverRoot}.`);
+  if (o.quick) notes.push("Quick run (--quick): short cells, no concurrency 64, 32-input requests only at concurrency 1 and 4; a smoke test, not numbers to quote.");
+  const cpu = cpus()[0]?.model ?? "unknown";
+  const header: Record<string, string> = {
+    date: new Date().toISOString(),
+    machine: `${availableParallelism()} CPU cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, load average at end ${loadavg().map((x) => x.toFixed(2)).join(" ")}`,
+    model: `${MODEL_NAME}: BertModel 12 layers, hidden 384, fp32 ONNX (bench/model-skeleton, seeded weights), CLS pooling + normalize, bert-base-uncased tokenizer`,
+    runtime: `Bun ${Bun.version}, onnxruntime-node 1.30.0, @huggingface/transformers 4.3.2`,
+    workload: `${pool.length} seeded texts, tokens per input min ${lens.min} / p10 ${lens.p10} / median ${lens.p50} / p90 ${lens.p90} / max ${lens.max} (mean ${lens.mean.toFixed(1)}); requests of ${SIZES.join(" and ")} inputs, OpenAI /embeddings with encoding_format base64, keep-alive`,
+    threads: `intra-op threads ${threads} for all three systems (best of the limit sweep${o.threads ? "; overridden by --threads" : ""}), inter-op 1`,
+    cells: `each cell up to ${p.maxRequests(1)} (1 input) / ${p.maxRequests(32)} (32 inputs) requests or ${o.cellSeconds} s, whichever first; requests in flight at the deadline finish and count`,
+    ...(o.label ? { label: o.label } : {}),
+    "run time": `${((performance.now() - started) / 1000).toFixed(0)} s`,
+  };
+  mkdirSync(o.out, { recursive: true });
+  const md = markdown({ header, limit, cells, paired, ratios, notes });
+  writeFileSync(join(o.out, "results.md"), md);
+  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, paired, ratios, notes }, null, 1) + "\n");
+  const series: ChartSeries[] = (["naive", "server"] as const)
+    .filter((s) => o.systems.includes(s))
+    .map((s) => ({
+      name: s === "naive" ? "naive transformers.js" : "infinity",
+      color: s === "naive" ? [230, 120, 30] : [40, 90, 200],
+      points: new Map(SIZES.map((size) => [size, new Map(cells.filter((c) => c.system === s && c.size === size).map((c) => [c.concurrency, c.tokensPerSec]))])),
+    }));
+  const png = drawChart({
+    title: "tokens/s by concurrency",
+    subtitle: `bge-small architecture fp32, ${availableParallelism()} cpu cores, ${threads} intra-op thread${threads === 1 ? "" : "s"}`,
+    sizes: SIZES,
+    concurrency: p.concurrency,
+    series,
+    limit: { tokensPerSec: limit.final.tokensPerSec, label: "limit (onnxruntime alone)", color: [40, 160, 80] },
+  });
+  writeFileSync(join(o.out, "chart.png"), png);
+  console.log(md);
+  log(`wrote ${o.out}/results.md, results.json, chart.png in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+if (import.meta.main) {
+  main().catch((e) => {
+    console.error(`[bench] failed: ${(e as Error).stack ?? e}`);
+    process.exit(1);
+  });
+}

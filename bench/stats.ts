@@ -1,0 +1,28 @@
+// Small measurement helpers shared by the harness and the limit child.
+import { readFileSync } from "node:fs";
+
+export function percentiles(xs: readonly number[]): { p50: number; p95: number; p99: number } {
+  if (xs.length === 0) return { p50: NaN, p95: NaN, p99: NaN };
+  const s = xs.slice().sort((a, b) => a - b);
+  // Nearest-rank percentiles.
+  const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]!;
+  return { p50: q(0.5), p95: q(0.95), p99: q(0.99) };
+}
+
+function statusKb(pid: number, key: string): number {
+  try {
+    const m = readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Peak resident set size (VmHWM) of a live process, in MiB. */
+export function peakRssMb(pid: number): number {
+  return statusKb(pid, "VmHWM") / 1024;
+}
+
+export function rssMb(pid: number): number {
+  return statusKb(pid, "VmRSS") / 1024;
+}

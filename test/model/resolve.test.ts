@@ -1,0 +1,115 @@
+// Hub resolution against a fake hub on loopback (HF_ENDPOINT): download into the huggingface_hub cache layout,
+// revision, token, offline mode, and clear errors. Local folders are used as they are.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { filesToFetch, hubSettingsFromEnv, listFolder, progressLine, resolveModel, type HubSettings } from "../../src/model/resolve";
+import { ModelLoadError } from "../../src/errors";
+import { fixture } from "../helpers";
+
+const COMMIT = "0123456789abcdef0123456789abcdef01234567";
+const source = fixture("bert-mean-norm");
+
+let hub: ReturnType<typeof Bun.serve>;
+const requests: Array<{ path: string; auth: string | null }> = [];
+beforeAll(() => {
+  hub = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      const url = new URL(req.url);
+      requests.push({ path: url.pathname, auth: req.headers.get("authorization") });
+      if (url.pathname.startsWith("/api/models/org/private")) return new Response("no", { status: 401 });
+      const info = /^\/api\/models\/org\/(tiny|no-onnx)\/revision\/(.+)$/.exec(url.pathname);
+      if (info) {
+        if (info[2] !== "main" && info[2] !== "v1") return new Response("unknown revision", { status: 404 });
+        const files = listFolder(source).filter((f) => info[1] === "tiny" || !f.endsWith(".onnx"));
+        return Response.json({ sha: COMMIT, siblings: files.map((rfilename) => ({ rfilename })) });
+      }
+      const file = new RegExp(`^/org/tiny/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
+      if (file) {
+        const p = join(source, decodeURIComponent(file[1]!));
+        return existsSync(p) ? new Response(Bun.file(p)) : new Response("missing", { status: 404 });
+      }
+      return new Response("not found", { status: 404 });
+    },
+  });
+});
+afterAll(() => hub.stop(true));
+
+const settings = (over: Partial<HubSettings> = {}): HubSettings => ({
+  endpoint: `http://127.0.0.1:${hub.port}`,
+  token: null,
+  offline: false,
+  cacheDir: mkdtempSync(join(tmpdir(), "infinity-hub-")),
+  progress: () => {},
+  ...over,
+});
+
+describe("hub download", () => {
+  test("downloads what the model needs into the hub cache layout, then works offline from it", async () => {
+    const s = settings({ token: "hf_secret" });
+    const lines: string[] = [];
+    s.progress = (msg, done) => done && lines.push(msg);
+    const r = await resolveModel("org/tiny", "main", "auto", s);
+    expect(r.source).toBe("hub");
+    expect(r.dir).toBe(join(s.cacheDir, "models--org--tiny", "snapshots", COMMIT));
+    expect(readFileSync(join(s.cacheDir, "models--org--tiny", "refs", "main"), "utf8")).toBe(COMMIT);
+    // Only the float32 export is fetched for dtype auto, with the sentence-transformers module configs.
+    expect(r.files).toContain("onnx/model.onnx");
+    expect(r.files).not.toContain("onnx/model_fp16.onnx");
+    expect(r.files).toContain("1_Pooling/config.json");
+    expect(r.files).not.toContain("model.safetensors");
+    expect(readFileSync(join(r.dir, "onnx/model.onnx")).equals(readFileSync(join(source, "onnx/model.onnx")))).toBe(true);
+    expect(requests.filter((q) => q.path.includes("/resolve/")).every((q) => q.auth === "Bearer hf_secret")).toBe(true);
+    expect(lines.some((l) => l.includes("org/tiny/onnx/model.onnx") && l.includes("100%"))).toBe(true);
+
+    // A second resolve downloads nothing new; offline mode reads the cache without asking the hub.
+    const before = requests.filter((q) => q.path.includes("/resolve/")).length;
+    await resolveModel("org/tiny", "main", "auto", s);
+    expect(requests.filter((q) => q.path.includes("/resolve/")).length).toBe(before);
+    const offline = await resolveModel("org/tiny", "main", "auto", { ...s, offline: true, endpoint: "http://127.0.0.1:9" });
+    expect(offline.source).toBe("cache");
+    expect(offline.dir).toBe(r.dir);
+  });
+
+  test("dtype picks the file to download; a revision is passed to the hub", async () => {
+    const s = settings();
+    const r = await resolveModel("org/tiny", "v1", "int8", s);
+    expect(r.files).toContain("onnx/model_quantized.onnx");
+    expect(r.files).not.toContain("onnx/model.onnx");
+    expect(requests.some((q) => q.path === "/api/models/org/tiny/revision/v1")).toBe(true);
+  });
+
+  test("clear errors: no ONNX export, unknown revision, gated model, unreachable hub, offline without cache", async () => {
+    await expect(resolveModel("org/no-onnx", "main", "auto", settings())).rejects.toThrow(/no ONNX export.*no \.onnx file/);
+    await expect(resolveModel("org/tiny", "nope", "auto", settings())).rejects.toThrow(/not found on the hub/);
+    await expect(resolveModel("org/private", "main", "auto", settings())).rejects.toThrow(/HF_TOKEN/);
+    await expect(resolveModel("org/tiny", "main", "auto", settings({ endpoint: "http://127.0.0.1:9" }))).rejects.toThrow(/cannot reach the hub.*HF_HUB_OFFLINE/);
+    await expect(resolveModel("org/tiny", "main", "auto", settings({ offline: true }))).rejects.toThrow(/HF_HUB_OFFLINE.*not in the cache/);
+    await expect(resolveModel("not a valid id!", "main", "auto", settings())).rejects.toThrow(ModelLoadError);
+  });
+});
+
+describe("local folders and settings", () => {
+  test("a local folder is used as it is", async () => {
+    const r = await resolveModel(source, "main", "auto", settings());
+    expect(r.source).toBe("local");
+    expect(r.dir).toBe(source);
+    await expect(resolveModel("/nonexistent/folder", "main", "auto", settings())).rejects.toThrow(/not found/);
+  });
+
+  test("settings from the environment", () => {
+    const s = hubSettingsFromEnv({ HF_HOME: "/h", HF_TOKEN: "t", HF_HUB_OFFLINE: "1", HF_ENDPOINT: "http://mirror/" }, null);
+    expect(s).toMatchObject({ cacheDir: "/h/hub", token: "t", offline: true, endpoint: "http://mirror" });
+    expect(hubSettingsFromEnv({ INFINITY_HOME: "/i" }, null).cacheDir).toBe("/i");
+    expect(hubSettingsFromEnv({ INFINITY_HOME: "/i" }, "/flag").cacheDir).toBe("/flag");
+  });
+
+  test("which files are fetched", () => {
+    const repo = ["config.json", "tokenizer.json", "README.md", "pytorch_model.bin", "1_Pooling/config.json", "onnx/model.onnx", "onnx/model.onnx_data", "onnx/model_fp16.onnx"];
+    expect(filesToFetch(repo, "auto").sort()).toEqual(["1_Pooling/config.json", "config.json", "onnx/model.onnx", "onnx/model.onnx_data", "tokenizer.json"]);
+    expect(progressLine("m/f", 50, 100)).toContain("50%");
+  });
+});

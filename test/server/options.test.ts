@@ -1,0 +1,86 @@
+// Per-model options that change what is loaded or how it runs, each checked on a live server.
+import { describe, expect, test } from "bun:test";
+import { providerOrder } from "../../src/model/session";
+import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+
+describe("--dtype loads the hub's variant files", () => {
+  for (const [dtype, file, tol] of [["int8", "onnx/model_quantized.onnx", 1e-4], ["float16", "onnx/model_fp16.onnx", 1e-3]] as const) {
+    test(`${dtype} -> ${file}`, async () => {
+      const variants = (await reference("bert-mean-norm.variants")).variants[file];
+      const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), dtype });
+      try {
+        const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ dtype: string }> };
+        expect(models.data[0]!.dtype).toBe(dtype);
+        // One text per request: int8 dynamic quantisation scales activations over the whole batch, padding
+        // included, so only unbatched runs are comparable with the reference's one-at-a-time outputs.
+        let worst = 0;
+        for (const c of variants.cases as Array<{ text: string; embedding: number[] }>) {
+          const r = await postJson(`${s.url}/embeddings`, { input: c.text, encoding_format: "float" });
+          expect(r.status).toBe(200);
+          worst = Math.max(worst, maxAbsDiff(r.json.data[0].embedding, l2(c.embedding)));
+        }
+        expect(worst).toBeLessThanOrEqual(tol);
+      } finally {
+        await s.shutdown();
+      }
+    });
+  }
+});
+
+describe("device, pooling, warm-up, queue", () => {
+  test("--device cuda on a machine without CUDA falls back to the CPU and keeps serving", async () => {
+    expect(providerOrder("cuda")).toEqual(["cuda", "cpu"]);
+    expect(providerOrder("auto", "linux", () => false)).toEqual(["cpu"]);
+    expect(providerOrder("auto", "linux", () => true)).toEqual(["cuda", "cpu"]);
+    expect(providerOrder("auto", "darwin")).toEqual(["coreml", "cpu"]);
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), device: "cuda", "model-warmup": "false" });
+    try {
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ backend: string }> };
+      expect(models.data[0]!.backend).toBe("onnxruntime/cpu");
+      expect((await postJson(`${s.url}/embeddings`, { input: "x" })).status).toBe(200);
+    } finally {
+      await s.shutdown();
+    }
+  });
+
+  test("--pooling-method overrides the model's pooling", async () => {
+    const ref = await reference("bert-mean-norm");
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "pooling-method": "cls", "model-warmup": "false" });
+    try {
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ pooling: string }> };
+      expect(models.data[0]!.pooling).toBe("cls");
+      const r = await postJson(`${s.url}/embeddings`, { input: ref.cases[3].text, encoding_format: "float" });
+      // CLS pooling gives another vector than the reference's mean pooling.
+      expect(maxAbsDiff(r.json.data[0].embedding, l2(ref.cases[3].embedding))).toBeGreaterThan(1e-2);
+    } finally {
+      await s.shutdown();
+    }
+  });
+
+  test("--max-queue-size: a request that does not fit the queue gets 429 with Retry-After", async () => {
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "max-queue-size": "4", "batch-size": "1", "model-warmup": "false" });
+    try {
+      const big = Array.from({ length: 4 }, (_, i) => `text number ${i}`);
+      const results = await Promise.all(Array.from({ length: 6 }, () => postJson(`${s.url}/embeddings`, { input: big })));
+      const refused = results.filter((r) => r.status === 429);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(Number(refused[0]!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(refused[0]!.json.error.type).toBe("overloaded_error");
+      for (const r of results) expect([200, 429]).toContain(r.status);
+      const five = await postJson(`${s.url}/embeddings`, { input: [...big, "one more"] });
+      expect(five.status).toBe(429);
+    } finally {
+      await s.shutdown();
+    }
+  });
+
+  test("--permissive-cors allows any origin", async () => {
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "permissive-cors": "true", "model-warmup": "false" });
+    try {
+      const r = await fetch(`${s.url}/models`, { headers: { origin: "https://anything.example" } });
+      expect(r.headers.get("access-control-allow-origin")).toBe("*");
+    } finally {
+      await s.shutdown();
+    }
+  });
+});
