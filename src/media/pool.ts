@@ -8,6 +8,8 @@ interface Slot {
   worker: Worker;
   pending: Map<number, { resolve: (r: MediaResponse) => void; reject: (e: Error) => void }>;
   load: number;
+  /** Whether this worker ever answered: one that fails before that (missing entry, addon that will not load) is not respawned. */
+  answered: boolean;
 }
 
 export interface MediaTowerSpec {
@@ -28,8 +30,9 @@ export class MediaPool {
 
   private spawn(): Slot {
     const worker = new Worker(new URL("./worker.ts", import.meta.url).href);
-    const slot: Slot = { worker, pending: new Map(), load: 0 };
+    const slot: Slot = { worker, pending: new Map(), load: 0, answered: false };
     worker.onmessage = (event: MessageEvent<MediaResponse>) => {
+      slot.answered = true;
       const p = slot.pending.get(event.data.id);
       if (!p) return;
       slot.pending.delete(event.data.id);
@@ -40,7 +43,7 @@ export class MediaPool {
       const err = new Error(`media worker failed: ${(event as ErrorEvent).message ?? "unknown error"}`);
       for (const p of slot.pending.values()) p.reject(err);
       slot.pending.clear();
-      if (this.closed) return;
+      if (this.closed || !slot.answered) return;
       const index = this.slots.indexOf(slot);
       if (index >= 0) {
         worker.terminate();
