@@ -3,14 +3,7 @@
 // least-busy worker, so one request's inputs are preprocessed in parallel.
 import { InvalidMedia } from "../errors";
 import type { MediaModality, MediaRequest, MediaResponse } from "./protocol";
-
-interface Slot {
-  worker: Worker;
-  pending: Map<number, { resolve: (r: MediaResponse) => void; reject: (e: Error) => void }>;
-  load: number;
-  /** Whether this worker ever answered: one that fails before that (missing entry, addon that will not load) is not respawned. */
-  answered: boolean;
-}
+import { WorkerPool } from "../workers";
 
 export interface MediaTowerSpec {
   key: string;
@@ -21,69 +14,29 @@ export interface MediaTowerSpec {
 }
 
 export class MediaPool {
-  private readonly slots: Slot[] = [];
-  private nextId = 1;
-  private closed = false;
-  private readonly loaded: Array<Extract<MediaRequest, { type: "load" }>> = [];
+  private readonly workers: WorkerPool<MediaRequest, MediaResponse>;
+  private readonly loadedKeys = new Set<string>();
 
-  constructor(readonly size: number) {}
-
-  private spawn(): Slot {
-    const worker = new Worker(new URL("./worker.ts", import.meta.url).href);
-    const slot: Slot = { worker, pending: new Map(), load: 0, answered: false };
-    worker.onmessage = (event: MessageEvent<MediaResponse>) => {
-      slot.answered = true;
-      const p = slot.pending.get(event.data.id);
-      if (!p) return;
-      slot.pending.delete(event.data.id);
-      p.resolve(event.data);
-    };
-    worker.onerror = (event) => {
-      // A crashed worker fails its pending inputs and is replaced; other requests are unaffected.
-      const err = new Error(`media worker failed: ${(event as ErrorEvent).message ?? "unknown error"}`);
-      for (const p of slot.pending.values()) p.reject(err);
-      slot.pending.clear();
-      if (this.closed || !slot.answered) return;
-      const index = this.slots.indexOf(slot);
-      if (index >= 0) {
-        worker.terminate();
-        const fresh = this.spawn();
-        this.slots[index] = fresh;
-        for (const msg of this.loaded) void this.send(fresh, { ...msg, id: this.nextId++ }).catch(() => {});
-      }
-    };
-    return slot;
-  }
-
-  private send(slot: Slot, msg: MediaRequest): Promise<MediaResponse> {
-    return new Promise((resolve, reject) => {
-      slot.load++;
-      slot.pending.set(msg.id, {
-        resolve: (r) => { slot.load--; resolve(r); },
-        reject: (e) => { slot.load--; reject(e); },
-      });
-      slot.worker.postMessage(msg);
-    });
+  constructor(readonly size: number) {
+    // Workers start with the first media model: text-only servers never spawn them.
+    this.workers = new WorkerPool(new URL("./worker.ts", import.meta.url), size, "media");
   }
 
   /** Loads a tower's preprocessor into every worker; workers start with the first media model. */
   async load(spec: MediaTowerSpec): Promise<void> {
-    while (this.slots.length < this.size) this.slots.push(this.spawn());
-    const msg = { type: "load" as const, id: 0, ...spec };
-    this.loaded.push(msg);
-    const answers = await Promise.all(this.slots.map((s) => this.send(s, { ...msg, id: this.nextId++ })));
+    const answers = await this.workers.broadcast({ type: "load", id: this.workers.id(), ...spec });
     for (const a of answers) if (!a.ok) throw new Error(`media preprocessor for ${spec.key} failed to load: ${a.error}`);
+    this.loadedKeys.add(spec.key);
   }
 
   /** Preprocesses each input; a bad input fails the whole call with an error naming it (`input[i]`). */
   async process(key: string, inputs: readonly Uint8Array[], param = "input"): Promise<Float32Array[]> {
-    if (this.closed) throw new Error("media pool is closed");
-    if (!this.loaded.some((l) => l.key === key)) throw new Error(`media preprocessor ${key} is not loaded`);
+    if (this.workers.isClosed) throw new Error("media pool is closed");
+    if (!this.loadedKeys.has(key)) throw new Error(`media preprocessor ${key} is not loaded`);
     const one = inputs.length === 1;
     return Promise.all(
       inputs.map(async (bytes, i) => {
-        const slot = this.slots.reduce((best, s) => (s.load < best.load ? s : best));
-        const r = await this.send(slot, { type: "process", id: this.nextId++, key, bytes });
+        const r = await this.workers.sendToLeastBusy({ type: "process", id: this.workers.id(), key, bytes }, 1);
         const where = one && param === "input" ? "`input`" : `\`${param}[${i}]\``;
         if (!r.ok) {
           if (r.invalidInput) throw new InvalidMedia(`${where}: ${r.error}`, one ? param : `${param}[${i}]`, r.code);
@@ -95,7 +48,6 @@ export class MediaPool {
   }
 
   close(): void {
-    this.closed = true;
-    for (const s of this.slots) s.worker.terminate();
+    this.workers.close();
   }
 }
