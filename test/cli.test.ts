@@ -48,6 +48,33 @@ describe("cli", () => {
     expect(await new Response(p.stderr).text()).toContain("/nonexistent/model");
   });
 
+  test("--preload-only resolves every model and exits 0 without serving; a bad one exits 1", async () => {
+    const ok = run(["--model-id", fixture("bert-mean-norm"), "--model-id", fixture("bert-rerank"), "--preload-only", "--port", "1"]);
+    expect(await ok.exited).toBe(0);
+    expect(await new Response(ok.stderr).text()).toContain("preload done");
+    const bad = run(["--model-id", fixture("bert-mean-norm"), "--model-id", "/nonexistent/model", "--preload-only"]);
+    expect(await bad.exited).toBe(1);
+    expect(await new Response(bad.stderr).text()).toContain("/nonexistent/model");
+  });
+
+  test("--log-format json writes one JSON object per line, with a debug line per request", async () => {
+    const port = freePort();
+    const p = run(["--model-id", fixture("bert-mean-norm"), "--port", String(port), "--host", "127.0.0.1", "--log-format", "json", "--log-level", "debug", "--no-model-warmup"]);
+    try {
+      await waitHealthy(`http://127.0.0.1:${port}`);
+      await fetch(`http://127.0.0.1:${port}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "x" }) });
+      p.kill("SIGTERM");
+      expect(await p.exited).toBe(0);
+      const lines = (await new Response(p.stderr).text()).trim().split("\n").filter((l) => l.startsWith("{"));
+      const records = lines.map((l) => JSON.parse(l) as { level: string; msg: string; path?: string; status?: number });
+      expect(records.length).toBeGreaterThan(3);
+      expect(records.some((r) => r.msg === "model ready")).toBe(true);
+      expect(records.some((r) => r.level === "debug" && r.msg === "request" && r.path === "/embeddings" && r.status === 200)).toBe(true);
+    } finally {
+      p.kill("SIGKILL");
+    }
+  });
+
   test("config file + env + flags, API key file, then SIGTERM finishes in-flight work and exits 0", async () => {
     const dir = mkdtempSync(join(tmpdir(), "infinity-cli-"));
     const port = freePort();
