@@ -130,3 +130,41 @@ describe("graceful shutdown", () => {
     await stopping;
   });
 });
+
+describe("client disconnect", () => {
+  test("a client that goes away has its queued inputs dropped; others are served", async () => {
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "batch-size": "1", "model-warmup": "false" });
+    try {
+      const tokensRun = async () => Number(/infinity_tokens_total\{model="bert-mean-norm"\} (\d+)/.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1] ?? 0);
+      const long = Array.from({ length: 2000 }, (_, i) => `a long enough sentence number ${i} to keep the engine busy for a while, and a little longer still`);
+      const busy = postJson(`${s.url}/embeddings`, { input: long });
+      // Wait until the long request sits in the engine's queue, so the next one queues behind it.
+      const engine = s.ctx.registry.list()[0]!.engine;
+      while (engine.queued < 1000) await Bun.sleep(2);
+      // A raw HTTP client that sends a request and hangs up before the answer.
+      const body = JSON.stringify({ input: Array.from({ length: 50 }, (_, i) => `abandoned input ${i}`) });
+      const port = new URL(s.url).port;
+      const socket = await Bun.connect({
+        hostname: "127.0.0.1",
+        port: Number(port),
+        socket: { data() {}, open() {}, close() {}, error() {} },
+      });
+      const before = engine.queued;
+      socket.write(`POST /embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      // The abandoned request's 50 inputs are queued (behind the long request) before the client hangs up.
+      while (engine.queued < before + 30) await Bun.sleep(1);
+      socket.end();
+      const after = postJson(`${s.url}/embeddings`, { input: "served after the abandoned one" });
+      const a = await busy;
+      const b = await after;
+      expect(a.status).toBe(200);
+      expect(b.status).toBe(200);
+      await Bun.sleep(50);
+      // Every token run belongs to the two answered requests: none of the abandoned inputs ran.
+      expect(await tokensRun()).toBe(a.json.usage.prompt_tokens + b.json.usage.prompt_tokens);
+      expect(s.ctx.registry.list()[0]!.engine.queued).toBe(0);
+    } finally {
+      await s.shutdown();
+    }
+  });
+});
