@@ -2,7 +2,9 @@
 // budget, graceful shutdown.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, postJson, startTestServer } from "../helpers";
+import { fixture, offlineHub, postJson, startTestServer } from "../helpers";
+import { buildConfig } from "../../src/config";
+import { startServer } from "../../src/server/serve";
 import { tokenBudgetWithin } from "../../src/engine/registry";
 
 describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () => {
@@ -163,6 +165,36 @@ describe("client disconnect", () => {
       // Every token run belongs to the two answered requests: none of the abandoned inputs ran.
       expect(await tokensRun()).toBe(a.json.usage.prompt_tokens + b.json.usage.prompt_tokens);
       expect(s.ctx.registry.list()[0]!.engine.queued).toBe(0);
+    } finally {
+      await s.shutdown();
+    }
+  });
+});
+
+describe("/health follows the engines", () => {
+  test("503 while loading, 200 when ready, 503 when an engine is broken", async () => {
+    const config = buildConfig({
+      flags: new Map([["model-id", [fixture("bert-mean-norm")]], ["host", ["127.0.0.1"]], ["port", ["0"]], ["tokenizer-workers", ["1"]]]),
+      env: {},
+      file: null,
+      cpuCount: 2,
+    });
+    const s = startServer(config, offlineHub);
+    try {
+      const loading = await fetch(`${s.url}/health`);
+      expect(loading.status).toBe(503);
+      expect(((await loading.json()) as { status: string }).status).toBe("loading");
+      await s.loaded;
+      expect((await fetch(`${s.url}/health`)).status).toBe(200);
+      const engine = s.ctx.registry.list()[0]!.engine;
+      engine.state = "broken";
+      engine.lastError = "simulated";
+      const broken = await fetch(`${s.url}/health`);
+      expect(broken.status).toBe(503);
+      const body = (await broken.json()) as { status: string; models: Array<{ error: string }> };
+      expect(body.status).toBe("broken");
+      expect(body.models[0]!.error).toBe("simulated");
+      engine.state = "ready";
     } finally {
       await s.shutdown();
     }
