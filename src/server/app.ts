@@ -77,8 +77,7 @@ export function createApp(ctx: ServerContext) {
   const app = router()
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
-      const path = new URL(request.url).pathname;
-      if (ctx.shuttingDown && path !== "/health" && path !== "/metrics") {
+      if (ctx.shuttingDown && !/^\/(health|metrics)$/.test(new URL(request.url).pathname)) {
         return errorResponse(toErrorReply(new Unavailable("the server is shutting down")));
       }
       ctx.inflight++;
