@@ -21,3 +21,17 @@ export function sharpAddonPath(): string {
   addonPath ??= prepareNative(embedded, process.env, "sharp native libraries (addon and libvips)").addonPath;
   return addonPath;
 }
+
+/**
+ * Extracts sharp's files along with onnxruntime's at start-up (every start loads onnxruntime), so that one run of the
+ * binary, e.g. `infinity --version` in the Dockerfile, leaves everything a read-only container needs. Best effort:
+ * a text-only server must not fail over them; the media worker extracts again, and reports, if this did not work.
+ */
+export function prepareSharpEarly(): void {
+  if ("missing" in embedded) return;
+  try {
+    sharpAddonPath();
+  } catch {
+    // Left to the media worker, which fails the media model with this error.
+  }
+}
