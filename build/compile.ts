@@ -5,14 +5,20 @@
 //   --outdir=<dir> (default dist)   --no-minify
 // The binary holds the router, batcher and the tokenizer worker (a second entrypoint: `new Worker(new URL(
 // "./worker.ts", import.meta.url))` resolves to it inside the binary), and onnxruntime's native addon and shared
-// library as embedded files, extracted on first start (build/runtime/extract.ts).
+// library as embedded files, extracted on first start (build/runtime/extract.ts). The media worker (image and audio
+// preprocessing, a third entrypoint) gets sharp's addon and libvips the same way when node_modules has the
+// target's @img/sharp-* packages; without them the binary is built anyway and its media models fail to load.
 import { mkdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { nativePlugin, type NativeTarget } from "./plugin";
+import { nativePlugin, sharpFiles, type NativeTarget } from "./plugin";
 
 const ROOT = resolve(import.meta.dir, "..");
 /** Entrypoints: the CLI and every worker file the code starts with `new Worker(...)`. */
-export const ENTRYPOINTS = [join(ROOT, "src", "cli.ts"), join(ROOT, "src", "tokenize", "worker.ts")];
+export const ENTRYPOINTS = [
+  join(ROOT, "src", "cli.ts"),
+  join(ROOT, "src", "tokenize", "worker.ts"),
+  join(ROOT, "src", "media", "media-worker.ts"),
+];
 
 export interface Target extends NativeTarget {
   /** Bun's compile target, e.g. bun-linux-x64. */
@@ -35,6 +41,8 @@ export interface BuildResult {
   bytes: number;
   seconds: number;
   error?: string;
+  /** Set when the binary was built without media support (sharp's native files missing for the target). */
+  noMedia?: string;
 }
 
 /** Compiles one target. Never throws for a cross target: a failure is reported in the result. */
@@ -71,7 +79,9 @@ export async function compileTarget(name: string, outfile: string, minify = true
       const text = result.logs.map((l) => String(l.message ?? l)).join("\n");
       return { target: name, outfile: null, bytes: 0, seconds: (performance.now() - started) / 1000, error: text || "build failed" };
     }
-    return { target: name, outfile, bytes: statSync(outfile).size, seconds: (performance.now() - started) / 1000 };
+    const sharp = sharpFiles(target);
+    const noMedia = "missing" in sharp ? sharp.missing : undefined;
+    return { target: name, outfile, bytes: statSync(outfile).size, seconds: (performance.now() - started) / 1000, noMedia };
   } catch (e) {
     const err = e as AggregateError & { errors?: unknown[] };
     const detail = err.errors?.length ? err.errors.map((x) => String((x as Error).message ?? x)).join("\n") : err.message;
@@ -109,6 +119,13 @@ if (import.meta.main) {
     const r = await compileTarget(name, outfile, minify);
     if (r.outfile) {
       process.stdout.write(`built ${name}: ${r.outfile} (${(r.bytes / 2 ** 20).toFixed(1)} MiB, ${r.seconds.toFixed(1)} s)\n`);
+      if (r.noMedia) {
+        process.stdout.write(
+          `  ${name} has no image/audio support: ${r.noMedia} is not in node_modules (install it, e.g. ` +
+            `npm install --os=${(TARGETS[name] as Target).os} --cpu=${(TARGETS[name] as Target).arch} sharp, and rebuild); ` +
+            `media models fail to load in this binary\n`,
+        );
+      }
     } else if (name === host) {
       process.stderr.write(`build of ${name} failed:\n${r.error}\n`);
       failed = true;

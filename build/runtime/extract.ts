@@ -3,10 +3,13 @@
 // $ORIGIN / @loader_path), so both are written once to a folder named by their content hash and loaded from there.
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 export interface EmbeddedLibrary {
-  /** File name the library must carry on disk (what the addon's NEEDED entry or @rpath asks for). */
+  /**
+   * Path the library must carry on disk, relative to the extraction folder: a file name (what the addon's NEEDED
+   * entry or @rpath asks for), or a relative path where the addon's RUNPATH expects it (sharp's libvips).
+   */
   name: string;
   /** Where the bytes are readable now: a /$bunfs/ path inside the binary, or a plain path in tests. */
   source: string;
@@ -16,7 +19,7 @@ export interface EmbeddedLibrary {
 export interface NativeBundle {
   /** Content hash of all libraries together, computed at build time. */
   hash: string;
-  /** File name of the Node-API addon among `files`. */
+  /** Name (relative path) of the Node-API addon among `files`. */
   addon: string;
   files: EmbeddedLibrary[];
 }
@@ -63,6 +66,7 @@ export function extractTo(parent: string, bundle: NativeBundle): { dir: string; 
   try {
     for (const f of bundle.files) {
       const target = join(temp, f.name);
+      mkdirSync(dirname(target), { recursive: true });
       writeFileSync(target, readFileSync(f.source));
       chmodSync(target, 0o755);
     }
@@ -82,7 +86,11 @@ export function extractTo(parent: string, bundle: NativeBundle): { dir: string; 
 }
 
 /** Extracts into the first usable candidate folder; returns the addon's path there. */
-export function prepareNative(bundle: NativeBundle, env: Record<string, string | undefined>): { addonPath: string; dir: string; extracted: boolean } {
+export function prepareNative(
+  bundle: NativeBundle,
+  env: Record<string, string | undefined>,
+  what = "onnxruntime native libraries",
+): { addonPath: string; dir: string; extracted: boolean } {
   const { dirs, explicit } = nativeDirCandidates(env);
   const failures: string[] = [];
   for (const parent of dirs) {
@@ -94,5 +102,5 @@ export function prepareNative(bundle: NativeBundle, env: Record<string, string |
     }
   }
   const hint = explicit ? "" : " (set INFINITY_NATIVE_DIR to a writable folder)";
-  throw new Error(`cannot extract the onnxruntime native libraries${hint}: ${failures.join("; ")}`);
+  throw new Error(`cannot extract the ${what}${hint}: ${failures.join("; ")}`);
 }

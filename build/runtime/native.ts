@@ -3,11 +3,15 @@
 // @ts-expect-error virtual module, exists only during `bun build/compile.ts`
 import bundle from "infinity:native-bundle";
 import { prepareNative, type NativeBundle } from "./extract";
+import { prepareSharpEarly } from "./sharp";
 
 let addonPath: string | null = null;
 
-/** Path of the extracted onnxruntime_binding.node; extracts on first call. */
+/** Path of the extracted onnxruntime_binding.node; extracts on first call (sharp's files too, see sharp.ts). */
 export function nativeAddonPath(): string {
-  addonPath ??= prepareNative(bundle as NativeBundle, process.env).addonPath;
+  if (addonPath === null) {
+    addonPath = prepareNative(bundle as NativeBundle, process.env).addonPath;
+    prepareSharpEarly();
+  }
   return addonPath;
 }

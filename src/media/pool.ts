@@ -19,7 +19,7 @@ export class MediaPool {
 
   constructor(readonly size: number) {
     // Workers start with the first media model: text-only servers never spawn them.
-    this.workers = new WorkerPool(new URL("./worker.ts", import.meta.url), size, "media");
+    this.workers = new WorkerPool(new URL("./media-worker.ts", import.meta.url), size, "media");
   }
 
   /** Loads a tower's preprocessor into every worker; workers start with the first media model. */

@@ -2,22 +2,24 @@
 // Every shared library the binary, the extracted addon and libonnxruntime ask for (directly, and per ldd
 // transitively) must be one of those, at a symbol version Debian 12 provides.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { prepareNative } from "../../build/runtime/extract";
-import { nativeFiles, nativeFolder } from "../../build/plugin";
+import { nativeFiles, nativeFolder, sharpFiles } from "../../build/plugin";
 import { ensureBinary } from "./binary";
 
 /** Libraries distroless/cc-debian12 ships (libc6, libgcc-s1, libstdc++6 and the dynamic loader). */
 const DISTROLESS_CC = new Set([
   "linux-vdso.so.1", "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
   "libgcc_s.so.1", "libstdc++.so.6",
+  // libc6 ships it too; libvips (sharp) asks for it.
+  "libresolv.so.2",
 ]);
 /** Newest symbol versions of Debian 12: glibc 2.36, GCC 12 (GLIBCXX_3.4.30, CXXABI_1.3.13, GCC_12.0.0). */
 const NEWEST: Record<string, number[]> = { GLIBC: [2, 36], GLIBCXX: [3, 4, 30], CXXABI: [1, 3, 13], GCC: [12, 0, 0] };
 /** Libraries that travel inside the binary and are extracted next to the addon. */
-const BUNDLED = /^libonnxruntime(\.so\.1|_providers_[a-z0-9_]+\.so)$/;
+const BUNDLED = /^(libonnxruntime(\.so\.1|_providers_[a-z0-9_]+\.so)|libvips-cpp\.so\.[0-9.]+)$/;
 
 const linuxX64 = process.platform === "linux" && process.arch === "x64";
 const haveTools = Boolean(Bun.which("readelf") && Bun.which("ldd"));
@@ -90,13 +92,20 @@ describe.skipIf(!linuxX64 || !haveTools)("dependencies fit distroless/cc-debian1
     };
     const { dir } = prepareNative(bundle, { INFINITY_NATIVE_DIR: work });
     files = { binary, addon: join(dir, "onnxruntime_binding.node"), libonnxruntime: join(dir, "libonnxruntime.so.1") };
+    // sharp's addon and libvips (the media worker), in the layout the binary extracts them to.
+    const sharp = sharpFiles(target);
+    if ("missing" in sharp) throw new Error(`${sharp.missing} is not installed`);
+    const sharpBundle = { hash: "sharp-test", addon: sharp.addon, files: sharp.files.map((f) => ({ name: f.name, source: f.path, size: Bun.file(f.path).size })) };
+    const sharpDir = prepareNative(sharpBundle, { INFINITY_NATIVE_DIR: work }).dir;
+    files["sharp addon"] = join(sharpDir, sharp.addon);
+    files.libvips = join(sharpDir, sharp.files.find((f) => f.name !== sharp.addon)!.name);
   }, 120_000);
 
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  for (const which of ["binary", "addon", "libonnxruntime"]) {
+  for (const which of ["binary", "addon", "libonnxruntime", "sharp addon", "libvips"]) {
     test(`${which}: NEEDED entries are distroless libraries (or bundled next to the addon)`, () => {
       expect(needed(files[which]!)).toContain("libc.so.6");
       const extra = needed(files[which]!).filter((n) => !DISTROLESS_CC.has(n) && !BUNDLED.test(n));
@@ -119,5 +128,12 @@ describe.skipIf(!linuxX64 || !haveTools)("dependencies fit distroless/cc-debian1
   test("the addon finds libonnxruntime beside it (RUNPATH $ORIGIN)", () => {
     expect(run(["readelf", "-d", "-W", files.addon!])).toMatch(/\(RUNPATH\)\s+Library runpath: \[\$ORIGIN\/?\]/);
     expect(run(["ldd", files.addon!])).toContain(`libonnxruntime.so.1 => ${join(files.addon!, "..", "libonnxruntime.so.1")}`);
+  });
+
+  test("sharp's addon finds the extracted libvips (RPATH $ORIGIN/../../sharp-libvips-linux-x64/lib)", () => {
+    const name = files.libvips!.split("/").pop()!;
+    const m = new RegExp(`${name.replace(/\./g, "\\.")} => (\\S+)`).exec(run(["ldd", files["sharp addon"]!]));
+    expect(m).not.toBeNull();
+    expect(realpathSync(m![1]!)).toBe(realpathSync(files.libvips!));
   });
 });
