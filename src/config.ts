@@ -84,7 +84,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "hub branch, tag or commit to download" },
   { name: "batch-size", kind: "int", perModel: true, repeatable: true, default: 32,
     help: "most inputs in one inference batch" },
-  { name: "max-batch-tokens", kind: "int", perModel: true, repeatable: true, default: 8192,
+  { name: "max-batch-tokens", kind: "int", perModel: true, repeatable: true, default: 0,
+    defaultLabel: "0 = auto: 2048 on CPU, 16384 on GPU providers",
     help: "token budget of one batch: padded length x batch size" },
   { name: "dtype", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DTYPES,
     help: "which ONNX export to load: float32 (model.onnx), float16 (model_fp16.onnx), int8 (model_quantized.onnx / model_int8.onnx); auto prefers float32" },
@@ -313,7 +314,6 @@ export function buildConfig(src: Sources): ServerConfig {
     const bs = batchSize[i] as number;
     const mbt = maxBatchTokens[i] as number;
     if (bs < 1) throw new ConfigError(`--batch-size must be at least 1 (model ${modelId})`);
-    if (mbt < 1) throw new ConfigError(`--max-batch-tokens must be at least 1 (model ${modelId})`);
     if ((maxQueue[i] as number) < 1) throw new ConfigError(`--max-queue-size must be at least 1 (model ${modelId})`);
     return {
       modelId,

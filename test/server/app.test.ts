@@ -5,7 +5,7 @@ import type { RunningServer } from "../../src/server/serve";
 import { fixture, offlineHub, postJson, startTestServer } from "../helpers";
 import { buildConfig } from "../../src/config";
 import { startServer } from "../../src/server/serve";
-import { tokenBudgetWithin } from "../../src/engine/registry";
+import { CPU_BATCH_TOKENS, tokenBudgetWithin } from "../../src/engine/registry";
 
 describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () => {
   let s: RunningServer;
@@ -98,6 +98,19 @@ describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () =
 });
 
 describe("memory budget", () => {
+  test("the automatic token budget on CPU; an explicit one below the model's max length is raised to it", async () => {
+    const auto = await startTestServer({ "model-id": fixture("bert-mean-norm"), "model-warmup": "false" });
+    const low = await startTestServer({ "model-id": fixture("bert-mean-norm"), "model-warmup": "false", "max-batch-tokens": "10" });
+    try {
+      const tokens = async (s: typeof auto) => ((await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ max_batch_tokens: number }> }).data[0]!.max_batch_tokens;
+      expect(await tokens(auto)).toBe(CPU_BATCH_TOKENS);
+      expect(await tokens(low)).toBe(48);
+    } finally {
+      await auto.shutdown();
+      await low.shutdown();
+    }
+  });
+
   test("a budget lowers the batch token budget; /models reports it", async () => {
     const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "memory-budget-mb": "4000", "max-batch-tokens": "100000000" });
     try {
