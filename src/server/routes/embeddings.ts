@@ -5,7 +5,7 @@ import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, toBase64 } from "../../tasks/embed";
 import type { Encoded } from "../../tokenize/encode";
-import { responseMeta, timingHeaders, type ServerContext, router } from "../context";
+import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
 import { EmbeddingsRequest } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 
@@ -86,7 +86,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
         throw new InvalidInput(`dimensions must be between 1 and ${hidden ?? "the model's dimension"}, got ${body.dimensions}`, "dimensions");
       }
       const base64 = body.encoding_format === "base64";
-      const reply = (results: Float32Array[], tokens: number, queueMs: number, inferenceMs: number) => {
+      const reply = (results: Float32Array[], usage: { prompt_tokens: number; total_tokens: number }, queueMs: number, inferenceMs: number) => {
         const data = results.map((vec, index) => {
           const v = finishEmbedding(vec, body.dimensions);
           return { object: "embedding" as const, embedding: base64 ? toBase64(v) : Array.from(v), index };
@@ -96,7 +96,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
           object: "list" as const,
           data,
           model: model.name,
-          usage: { prompt_tokens: tokens, total_tokens: tokens },
+          usage,
           ...responseMeta("embd"),
         };
       };
@@ -107,7 +107,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
         const features = await tower.prepare(files);
         const { results, queueMs, inferenceMs } = await tower.engine.submit(features, request.signal);
         // Media usage counts inputs: there are no tokens to bill.
-        return reply(results, files.length, queueMs, inferenceMs);
+        return reply(results, { prompt_tokens: files.length, total_tokens: files.length }, queueMs, inferenceMs);
       }
       let encoded: Encoded[];
       if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
@@ -119,9 +119,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
         encoded = await model.encode(prompt ? texts.map((t) => prompt + t) : texts);
       }
       const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
-      let tokens = 0;
-      for (const e of encoded) tokens += e.ids.length;
-      return reply(results, tokens, queueMs, inferenceMs);
+      return reply(results, usageOf(encoded), queueMs, inferenceMs);
     },
     {
       body: EmbeddingsRequest,
