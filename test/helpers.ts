@@ -48,6 +48,17 @@ export function l2(v: number[]): number[] {
   return v.map((x) => x / Math.max(n, 1e-12));
 }
 
+/** Cosine similarity of two vectors (each L2-normalised first). */
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const x = l2(Array.from(a));
+  const y = l2(Array.from(b));
+  return x.reduce((s, v, i) => s + v * y[i]!, 0);
+}
+
+/** Bytes of a file under test/fixtures/ (media/landscape.png, ...). */
+export const fixtureBytes = (file: string): Promise<Uint8Array<ArrayBuffer>> =>
+  Bun.file(join(ROOT, "test", "fixtures", file)).arrayBuffer().then((b) => new Uint8Array(b));
+
 export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
   let m = 0;

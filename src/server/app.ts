@@ -64,11 +64,13 @@ export function createApp(ctx: ServerContext) {
   const prefix = config.urlPrefix;
   const apiKeys = config.apiKeys;
 
+  /** A router whose routes need the API key (when keys are configured). */
+  const authed = (base: string) =>
+    router(base).onBeforeHandle(({ request }) => {
+      if (apiKeys.length) checkApiKey(request.headers.get("authorization"), apiKeys);
+    });
   const api = (base: string) =>
-    router(base)
-      .onBeforeHandle(({ request }) => {
-        if (apiKeys.length) checkApiKey(request.headers.get("authorization"), apiKeys);
-      })
+    authed(base)
       .use(embeddingsRoutes(ctx))
       .use(rerankRoutes(ctx))
       .use(classifyRoutes(ctx))
@@ -115,12 +117,6 @@ export function createApp(ctx: ServerContext) {
     .use(api(prefix));
   // OpenAI clients use a base URL ending in /v1: serve the API there too. Cohere's v2 client posts /v2/rerank.
   if (!prefix.endsWith("/v1")) app.use(api(`${prefix}/v1`));
-  app.use(
-    router(`${prefix}/v2`)
-      .onBeforeHandle(({ request }) => {
-        if (apiKeys.length) checkApiKey(request.headers.get("authorization"), apiKeys);
-      })
-      .use(rerankRoutes(ctx)),
-  );
+  app.use(authed(`${prefix}/v2`).use(rerankRoutes(ctx)));
   return app;
 }

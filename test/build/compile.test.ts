@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { ensureBinary, ROOT } from "./binary";
+import { cosine } from "../helpers";
 
 const MODEL = join(ROOT, "test", "fixtures", "models", "bert-mean-norm");
 const REFERENCE = (await Bun.file(join(ROOT, "test", "fixtures", "reference", "bert-mean-norm.json")).json()) as {
@@ -90,16 +91,6 @@ function snapshot(dir: string): Record<string, [number, number]> {
     }
   }
   return out;
-}
-
-function cosine(a: number[], b: number[]): number {
-  let dot = 0, na = 0, nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
 }
 
 describe("compiled binary", () => {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { sharpFiles } from "../../build/plugin";
 import { ensureBinary, ROOT } from "./binary";
+import { cosine } from "../helpers";
 
 const FIXTURES = join(ROOT, "test", "fixtures");
 const clipRef = (await Bun.file(join(FIXTURES, "reference", "clip.json")).json()) as {
@@ -70,16 +71,6 @@ afterAll(async () => {
   }
   if (work) rmSync(work, { recursive: true, force: true });
 });
-
-function cosine(a: number[], b: number[]): number {
-  let dot = 0, na = 0, nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 async function dataUri(file: string, type: string): Promise<string> {
   const bytes = await Bun.file(join(FIXTURES, file)).arrayBuffer();

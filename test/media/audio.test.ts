@@ -6,14 +6,9 @@ import { InvalidMedia } from "../../src/errors";
 import { audioConfigFrom, decodeWav, fitLength, mixDown, resample } from "../../src/media/audio";
 import { AudioPreprocessor } from "../../src/media/audio-features";
 import { ModelSession } from "../../src/model/session";
-import { fixture, l2, maxAbsDiff, reference, ROOT } from "../helpers";
+import { cosine, fixture, fixtureBytes, l2, maxAbsDiff, reference, ROOT } from "../helpers";
 
-const media = (file: string) => Bun.file(join(ROOT, "test", "fixtures", file)).arrayBuffer().then((b) => new Uint8Array(b));
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  const x = l2(Array.from(a));
-  const y = l2(Array.from(b));
-  return x.reduce((s, v, i) => s + v * y[i]!, 0);
-};
+const media = fixtureBytes;
 
 /** A WAV file of the given samples (per channel arrays in [-1, 1]). */
 export function wav(channels: Float32Array[], rate: number, bits: 8 | 16 | 24 | 32, float = false): Uint8Array {

@@ -7,15 +7,10 @@ import { InvalidMedia } from "../../src/errors";
 import { imageConfigFrom, preprocessImage, resize, resizedSize } from "../../src/media/image";
 import { decodeImage } from "../../src/media/image-decode";
 import { ModelSession } from "../../src/model/session";
-import { fixture, hugeHeaderPng, l2, maxAbsDiff, reference, ROOT } from "../helpers";
+import { cosine, fixture, fixtureBytes, hugeHeaderPng, l2, maxAbsDiff, reference, ROOT } from "../helpers";
 
-const media = (file: string) => Bun.file(join(ROOT, "test", "fixtures", file)).arrayBuffer().then((b) => new Uint8Array(b));
+const media = fixtureBytes;
 const limits = { maxPixels: 1_000_000 };
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  const x = l2(Array.from(a));
-  const y = l2(Array.from(b));
-  return x.reduce((s, v, i) => s + v * y[i]!, 0);
-};
 
 describe("CLIPImageProcessor parity", async () => {
   const ref = await reference("clip");

@@ -7,20 +7,15 @@ import { join } from "node:path";
 import sharp from "sharp";
 import type { RunningServer } from "../../src/server/serve";
 import { readFileSync } from "node:fs";
-import { fixture, hugeHeaderPng, l2, maxAbsDiff, postJson, reference, ROOT, startTestServer } from "../helpers";
+import { cosine, fixture, fixtureBytes, hugeHeaderPng, l2, maxAbsDiff, postJson, reference, ROOT, startTestServer } from "../helpers";
 
 let server: RunningServer;
 let url: string;
 let files: ReturnType<typeof Bun.serve>;
 let filesUrl: string;
 
-const media = (file: string) => Bun.file(join(ROOT, "test", "fixtures", file)).arrayBuffer().then((b) => new Uint8Array(b));
+const media = fixtureBytes;
 const dataUri = (bytes: Uint8Array, type: string) => `data:${type};base64,${Buffer.from(bytes).toString("base64")}`;
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
-  const x = l2(Array.from(a));
-  const y = l2(Array.from(b));
-  return x.reduce((s, v, i) => s + v * y[i]!, 0);
-};
 const embed = (body: Record<string, unknown>) => postJson(`${url}/embeddings`, { encoding_format: "float", ...body });
 
 beforeAll(async () => {
