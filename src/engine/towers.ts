@@ -1,12 +1,10 @@
 // Runners for the towers of multimodal models. A media tower's batch is a stack of preprocessed tensors fed to
 // its input (pixel_values / input_features); with a combined export (one onnx/model.onnx taking both towers'
 // inputs), the tower not asked for gets a one-row dummy input and only the wanted output is read.
-import type { BatchTensors, ModelSession } from "../model/session";
+import { textFeeds, type BatchTensors, type Feed, type ModelSession } from "../model/session";
 import type { TaskReader } from "../tasks/task";
 import type { Runner } from "./engine";
 import type { FeatureBatch } from "./inputs";
-
-type Feed = { data: Float32Array | Int32Array; dims: number[] };
 
 export function mediaRunner(session: ModelSession, reader: TaskReader<Float32Array>, inputName: string, dummies: Record<string, Feed> = {}): Runner<Float32Array, FeatureBatch> {
   const output = reader.outputName(session.outputNames);
@@ -23,14 +21,7 @@ export function combinedTextRunner(session: ModelSession, reader: TaskReader<Flo
   const output = reader.outputName(session.outputNames);
   return {
     async run(t) {
-      const dims = [t.batch, t.seqLen];
-      const feeds: Record<string, Feed> = {
-        ...dummies,
-        input_ids: { data: t.inputIds, dims },
-        attention_mask: { data: t.attentionMask, dims },
-        token_type_ids: { data: t.tokenTypeIds ?? new Int32Array(t.inputIds.length), dims },
-      };
-      const out = await session.runFeeds(feeds, output);
+      const out = await session.runFeeds({ ...dummies, ...textFeeds(t, session.inputNames) }, output);
       return reader.read(out, new Int32Array(t.batch));
     },
   };

@@ -114,42 +114,15 @@ export class ModelSession {
   }
 
   /** Runs one padded batch and returns the requested output as float32. */
-  async run(t: BatchTensors, outputName: string): Promise<OutputTensor> {
-    const dims = [t.batch, t.seqLen];
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const name of this.inputNames) {
-      switch (name) {
-        case "input_ids":
-          feeds[name] = this.tensor(name, t.inputIds, dims);
-          break;
-        case "attention_mask":
-          feeds[name] = this.tensor(name, t.attentionMask, dims);
-          break;
-        case "token_type_ids":
-          feeds[name] = this.tensor(name, t.tokenTypeIds ?? new Int32Array(t.inputIds.length), dims);
-          break;
-        case "position_ids": {
-          const pos = new Int32Array(t.inputIds.length);
-          for (let b = 0; b < t.batch; b++) for (let s = 0; s < t.seqLen; s++) pos[b * t.seqLen + s] = s;
-          feeds[name] = this.tensor(name, pos, dims);
-          break;
-        }
-        default:
-          throw new ModelLoadError(`the ONNX model declares an input "${name}" this server cannot feed`);
-      }
-    }
-    const out = await this.session.run(feeds, [outputName]);
-    const tensor = out[outputName]!;
-    const result = { name: outputName, data: toFloat32(tensor), dims: tensor.dims.slice() };
-    tensor.dispose?.();
-    return result;
+  run(t: BatchTensors, outputName: string): Promise<OutputTensor> {
+    return this.runFeeds(textFeeds(t, this.inputNames), outputName);
   }
 
   /**
    * Runs with feeds the caller builds (media towers: pixel_values, input_features; the dummy inputs of a combined
    * multimodal export). Int32 feeds are widened where the model declares int64.
    */
-  async runFeeds(feeds: Record<string, { data: Float32Array | Int32Array; dims: number[] }>, outputName: string): Promise<OutputTensor> {
+  async runFeeds(feeds: Record<string, Feed>, outputName: string): Promise<OutputTensor> {
     const tensors: Record<string, ort.Tensor> = {};
     for (const name of this.inputNames) {
       const f = feeds[name];
@@ -166,6 +139,38 @@ export class ModelSession {
   async release(): Promise<void> {
     await this.session.release();
   }
+}
+
+/** One named input as the caller builds it; int32 data is widened where the model declares int64. */
+export type Feed = { data: Float32Array | Int32Array; dims: number[] };
+
+/**
+ * The token inputs among `names` (what the session declares), from one padded batch. Inputs it does not know
+ * are left out, for the caller to add (a combined multimodal export) or for runFeeds to report.
+ */
+export function textFeeds(t: BatchTensors, names: readonly string[]): Record<string, Feed> {
+  const dims = [t.batch, t.seqLen];
+  const feeds: Record<string, Feed> = {};
+  for (const name of names) {
+    switch (name) {
+      case "input_ids":
+        feeds[name] = { data: t.inputIds, dims };
+        break;
+      case "attention_mask":
+        feeds[name] = { data: t.attentionMask, dims };
+        break;
+      case "token_type_ids":
+        feeds[name] = { data: t.tokenTypeIds ?? new Int32Array(t.inputIds.length), dims };
+        break;
+      case "position_ids": {
+        const pos = new Int32Array(t.inputIds.length);
+        for (let b = 0; b < t.batch; b++) for (let s = 0; s < t.seqLen; s++) pos[b * t.seqLen + s] = s;
+        feeds[name] = { data: pos, dims };
+        break;
+      }
+    }
+  }
+  return feeds;
 }
 
 /** float16 outputs (model_fp16.onnx) arrive as Float16Array or raw uint16 halves depending on the runtime. */
