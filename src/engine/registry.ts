@@ -214,15 +214,16 @@ export class Registry {
       maxBatchTokens = layout.maxLength;
     }
     const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize };
+    // The RSS growth can hide behind memory the process already had; the weights are resident at least.
+    const sessionBytes = () => Math.max(process.memoryUsage().rss - rssBefore, layout.weightBytes);
     const base = {
       name: key,
       config: c,
       layout,
       provider: session.provider,
       padId,
-      // The RSS growth can hide behind memory the process already had; the weights are resident at least.
-      memoryBytes: Math.max(process.memoryUsage().rss - rssBefore, layout.weightBytes),
-      sessionBytes: Math.max(process.memoryUsage().rss - rssBefore, layout.weightBytes),
+      memoryBytes: 0,
+      sessionBytes: 0,
       activationBytesPerToken: estimateActivationBytesPerToken(layout.configJson),
       warmupTokensPerSecond: 0,
       encode: (texts: string[], firsts?: string[]) => {
@@ -267,16 +268,18 @@ export class Registry {
         session: mediaSession,
         prepare: (files) => pool.process(mediaKey, files),
       };
-      const memoryBytes = Math.max(0, process.memoryUsage().rss - rssBefore);
-      return { ...base, memoryBytes, sessionBytes: memoryBytes, task: "embed", engine: new Engine(key, textRunner, padId, limits, this.metrics), media: tower };
+      const bytes = sessionBytes();
+      return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, textRunner, padId, limits, this.metrics), media: tower };
     }
+    const bytes = sessionBytes();
+    const measured = { ...base, memoryBytes: bytes, sessionBytes: bytes };
     switch (layout.task) {
       case "embed":
-        return { ...base, task: "embed", engine: engine(embedReader(layout.pooling)), media: null };
+        return { ...measured, task: "embed", engine: engine(embedReader(layout.pooling)), media: null };
       case "rerank":
-        return { ...base, task: "rerank", engine: engine(rerankReader) };
+        return { ...measured, task: "rerank", engine: engine(rerankReader) };
       case "classify":
-        return { ...base, task: "classify", engine: engine(classifyReader) };
+        return { ...measured, task: "classify", engine: engine(classifyReader) };
     }
   }
 
