@@ -82,13 +82,14 @@ export function createApp(ctx: ServerContext) {
       if (ctx.shuttingDown && !/^\/(health|metrics)$/.test(new URL(request.url).pathname)) {
         return errorResponse(toErrorReply(new Unavailable("the server is shutting down")));
       }
-      ctx.inflight++;
-      counted.add(request);
       const cors = corsHeaders(ctx, request.headers.get("origin"));
-      if (cors) Object.assign(set.headers, cors);
+      // A response returned from this hook skips onAfterResponse: such requests are answered before being counted.
       if (request.method === "OPTIONS") {
         return new Response(null, { status: cors ? 204 : 403, headers: cors ?? {} });
       }
+      if (cors) Object.assign(set.headers, cors);
+      ctx.inflight++;
+      counted.add(request);
     })
     .onParse(async ({ request }) => parseJsonBody(request, config.maxRequestBytes))
     .onError(({ error, code, set }) => {
