@@ -2,7 +2,7 @@
 // budget, graceful shutdown.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, offlineHub, postJson, startTestServer } from "../helpers";
+import { fixture, maxAbsDiff, offlineHub, postJson, startTestServer } from "../helpers";
 import { buildConfig } from "../../src/config";
 import { startServer } from "../../src/server/serve";
 import { CPU_BATCH_TOKENS, tokenBudgetWithin } from "../../src/engine/registry";
@@ -102,13 +102,29 @@ describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () =
 });
 
 describe("memory budget", () => {
-  test("the automatic token budget on CPU; an explicit one below the model's max length is raised to it", async () => {
+  test("the automatic token budget on CPU; inputs longer than an explicit budget run alone, correctly", async () => {
     const auto = await startTestServer({ "model-id": fixture("bert-mean-norm"), "model-warmup": "false" });
     const low = await startTestServer({ "model-id": fixture("bert-mean-norm"), "model-warmup": "false", "max-batch-tokens": "10" });
     try {
       const tokens = async (s: typeof auto) => ((await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ max_batch_tokens: number }> }).data[0]!.max_batch_tokens;
       expect(await tokens(auto)).toBe(CPU_BATCH_TOKENS);
-      expect(await tokens(low)).toBe(48);
+      expect(await tokens(low)).toBe(10);
+      // Every input here is the same 13 tokens in another order, longer than 10: each runs in a batch of its own, and the vectors match the
+      // automatic budget's (where the three share one batch).
+      const input = ["a b c d e f g h i j k", "k j i h g f e d c b a", "b a d c f e h g j i k"];
+      const embed = async (s: typeof auto) => {
+        const res = await postJson(`${s.url}/embeddings`, { model: "m", input, encoding_format: "float" });
+        expect(res.status).toBe(200);
+        return (res.json as { data: Array<{ embedding: number[] }> }).data.map((d) => d.embedding);
+      };
+      const [a, b] = await Promise.all([embed(auto), embed(low)]);
+      for (let i = 0; i < input.length; i++) expect(maxAbsDiff(a[i]!, b[i]!)).toBeLessThan(1e-5);
+      const batches = async (s: typeof auto) => {
+        const m = /^infinity_batch_size_count\S* (\d+)/m.exec(await (await fetch(`${s.url}/metrics`)).text());
+        return Number(m?.[1]);
+      };
+      expect(await batches(low)).toBe(3);
+      expect(await batches(auto)).toBe(1);
     } finally {
       await auto.shutdown();
       await low.shutdown();
