@@ -14,14 +14,27 @@ export interface BatchLimits {
   /** How many of the oldest inputs are considered when sorting by length. */
   window: number;
   /**
-   * Largest share of padding tokens a batch may carry (0..1). On CPU a batch gains little over single runs
-   * (the benchmark's sweep: batch 8 is within 1% of batch 1; a 5% cap measured 0.93 of the limit, 10% 0.74-0.78), while every padded token costs its full share, so
-   * an input that would pad the batch past this waits for a batch of its own length.
+   * Largest share of padding tokens a batch may carry (0..1). On CPU every padded token costs its full share
+   * (a 5% cap measured 0.84-0.93 of the limit in the benchmark, 10% 0.74-0.78), so an input that would pad the
+   * batch past this waits for a batch of its own length.
    */
   maxPadding: number;
+  /**
+   * What one run costs beyond its tokens, counted in tokens: a batch of n inputs saves n - 1 runs, so it may
+   * carry up to (n - 1) x this many padding tokens even past maxPadding. This is what lets short inputs batch:
+   * a 12-token input alone runs at a third of the throughput of eight together.
+   */
+  runOverheadTokens: number;
 }
 
 export const DEFAULT_MAX_PADDING = 0.05;
+
+/**
+ * Measured with onnxruntime alone (2 cores, fp32): one run costs about 3 ms plus 0.11 ms per padded token on a
+ * bge-small-shaped BERT and about 9 ms plus 0.38 ms per token on a bge-base-shaped one: 24-27 tokens' worth in
+ * both (the fixed part is mostly streaming the weights, which scales with the model like the per-token part).
+ */
+export const DEFAULT_RUN_OVERHEAD_TOKENS = 24;
 
 export function windowFor(maxBatchSize: number): number {
   return Math.max(4 * maxBatchSize, 64);
@@ -42,8 +55,9 @@ export function selectBatch(queue: readonly Sized[], limits: BatchLimits): numbe
   let maxLen = queue[0]!.length;
   let count = 1;
   let real = maxLen;
-  // Whether n inputs holding `sum` real tokens, padded to `len`, stay within the padding cap.
-  const padOk = (n: number, len: number, sum: number) => n * len - sum <= limits.maxPadding * n * len;
+  // Whether n inputs holding `sum` real tokens, padded to `len`, stay within the padding cap, or carry no more
+  // padding than the n - 1 runs the batch saves.
+  const padOk = (n: number, len: number, sum: number) => n * len - sum <= Math.max(limits.maxPadding * n * len, limits.runOverheadTokens * (n - 1));
   while (count < limits.maxBatchSize) {
     const left = lo > 0 ? queue[order[lo - 1]!]!.length : -1;
     const right = hi < w - 1 ? queue[order[hi + 1]!]!.length : -1;

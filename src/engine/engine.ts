@@ -7,7 +7,7 @@ import type { TaskReader } from "../tasks/task";
 import type { Metrics } from "../metrics";
 import { InferenceFailed, Unavailable } from "../errors";
 import { log } from "../log";
-import { DEFAULT_MAX_PADDING, selectBatch, windowFor } from "./batcher";
+import { DEFAULT_MAX_PADDING, DEFAULT_RUN_OVERHEAD_TOKENS, selectBatch, windowFor } from "./batcher";
 import type { BatchInput } from "./inputs";
 import { InputQueue, Job, type Item } from "./queue";
 
@@ -164,6 +164,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
       maxBatchTokens: this.limits.maxBatchTokens,
       window: windowFor(this.limits.maxBatchSize),
       maxPadding: DEFAULT_MAX_PADDING,
+      runOverheadTokens: DEFAULT_RUN_OVERHEAD_TOKENS,
     });
     const items = this.queue.take(indices);
     const { tensors, padded } = this.input.assemble(items.map((i) => i.enc));

@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { paddingOf, selectBatch, windowFor } from "../../src/engine/batcher";
 
 const q = (...lengths: number[]) => lengths.map((length) => ({ length }));
-// Padding cap 1 (off) unless a test sets it.
-const limits = (maxBatchSize: number, maxBatchTokens: number, window = 64, maxPadding = 1) => ({ maxBatchSize, maxBatchTokens, window, maxPadding });
+// Padding cap 1 (off) and no run-overhead allowance unless a test sets them.
+const limits = (maxBatchSize: number, maxBatchTokens: number, window = 64, maxPadding = 1, runOverheadTokens = 0) => ({ maxBatchSize, maxBatchTokens, window, maxPadding, runOverheadTokens });
 
 describe("selectBatch", () => {
   test("empty queue gives no batch", () => {
@@ -67,6 +67,20 @@ describe("selectBatch", () => {
     expect(paddingOf(lengths) / (Math.max(...lengths) * lengths.length)).toBeLessThanOrEqual(0.05);
     expect(selectBatch(q(50, 100, 51), limits(8, 10_000, 64, 0.05))).toEqual([0, 2]);
     expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 0.05))).toEqual([0]);
+  });
+
+  test("short inputs batch past the padding cap while the padding stays under the runs it saves", () => {
+    // 5 and 6: one padding token is 8% of the batch, over a 5% cap, but far less than a run's overhead.
+    expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 2]);
+    // Eight short inputs of 4-30 tokens: up to 7 x 24 = 168 padding tokens are worth it; they pad 8 x 30 - 120 = 120.
+    const short = q(10, 4, 30, 12, 20, 8, 16, 20);
+    expect(selectBatch(short, limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    // Long inputs of different lengths still wait for their own: 100 and 200 would pad 100 tokens for one run saved.
+    expect(selectBatch(q(100, 200, 101), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 2]);
+    // The allowance is (n - 1) runs' worth: 60 and 50 pad 10 tokens (allowed up to 24); adding 20 would make 50
+    // padding tokens in a batch of three, over the 48 its two saved runs allow.
+    expect(selectBatch(q(60, 50, 20), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 1]);
+    expect(selectBatch(q(60, 50, 22), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 1, 2]);
   });
 
   test("window grows with batch size", () => {
