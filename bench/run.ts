@@ -9,13 +9,14 @@
 //            --server-root DIR (run src/cli.ts of another checkout, e.g. a patched copy, for A/B comparisons)
 //            --latency-only (diagnostic: only the interleaved concurrency-1 latency pairs of target (b), with this
 //            server's timing breakdown; prints the table, writes nothing)
+//            --variant int8 (the dynamically quantized model instead of fp32; results go to bench/results/int8/)
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { drawChart, type ChartSeries } from "./chart";
-import type { LimitOptions, LimitResult } from "./limit";
-import { ensureBenchModel, MODEL_NAME, REPO_ROOT } from "./model";
+import { batchingLabel, type LimitOptions, type LimitResult, type SweepPoint } from "./limit";
+import { ensureBenchModel, MODEL_NAME, REPO_ROOT, type Variant } from "./model";
 import { percentiles, peakRssMb } from "./stats";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
 
@@ -32,6 +33,7 @@ interface Options {
   label: string;
   latencyOnly: boolean;
   serverRoot: string;
+  variant: Variant;
 }
 
 type SystemName = "naive" | "server";
@@ -39,7 +41,7 @@ type SystemName = "naive" | "server";
 function parseOptions(argv: string[]): Options {
   const o: Options = {
     quick: false,
-    out: join(REPO_ROOT, "bench", "results"),
+    out: "",
     cellSeconds: 0,
     threads: null,
     systems: ["naive", "server"],
@@ -48,6 +50,7 @@ function parseOptions(argv: string[]): Options {
     label: "",
     latencyOnly: false,
     serverRoot: REPO_ROOT,
+    variant: "fp32",
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -69,9 +72,15 @@ function parseOptions(argv: string[]): Options {
     else if (name === "--label") o.label = value();
     else if (name === "--latency-only") o.latencyOnly = true;
     else if (name === "--server-root") o.serverRoot = resolve(value());
+    else if (name === "--variant") {
+      const v = value();
+      if (v !== "fp32" && v !== "int8") throw new Error(`--variant is fp32 or int8, not ${v}`);
+      o.variant = v;
+    }
     else throw new Error(`unknown option ${a}`);
   }
   if (!o.cellSeconds) o.cellSeconds = o.quick ? 4 : 20;
+  o.out ||= join(REPO_ROOT, "bench", "results", ...(o.variant === "fp32" ? [] : [o.variant]));
   return o;
 }
 
@@ -91,7 +100,8 @@ function plan(o: Options) {
       workloadSeed: WORKLOAD_SEED,
       threads: o.latencyOnly ? [o.threads ?? 2] : [1, 2],
       batchSizes: o.latencyOnly ? [8] : o.quick ? [8, 32] : [1, 4, 8, 16, 32, 64],
-      sweepSample: o.latencyOnly ? 16 : o.quick ? 48 : 96,
+      batchTokens: o.latencyOnly ? [] : o.quick ? [512] : [256, 512, 1024, 2048],
+      sweepSample: o.latencyOnly ? 16 : o.quick ? 48 : 128,
       finalSample: o.latencyOnly ? 16 : o.quick ? 64 : 256,
       passes: o.latencyOnly ? 1 : 2,
       serveLatency: true,
@@ -202,6 +212,13 @@ class LimitChild {
     return Number(await this.line());
   }
 
+  /** The final measurement once more (same batches, same passes), now. */
+  async again(): Promise<SweepPoint> {
+    this.proc.stdin.write("again\n");
+    this.proc.stdin.flush();
+    return JSON.parse(await this.line()) as SweepPoint;
+  }
+
   async quit(): Promise<void> {
     this.proc.stdin.write("quit\n");
     this.proc.stdin.end();
@@ -283,6 +300,11 @@ export interface Cell {
   batches: number | null;
   meanBatch: number | null;
   paddingFraction: number | null;
+  /**
+   * Saturated cells (concurrency >= 16) only: the limit's tokens/s measured again right before and right after
+   * the cell (the faster of the two), so a ratio to it is not skewed by the machine's speed drifting during the run.
+   */
+  limitNearby: number | null;
 }
 
 /** Sums of the Prometheus series this harness reads (all label sets added up); null if /metrics is absent. */
@@ -369,6 +391,7 @@ export async function runCell(system: string, url: string, pool: readonly Worklo
     batches: Number.isFinite(batches) ? batches : null,
     meanBatch: Number.isFinite(batches) && batches > 0 ? d("infinity_batch_size_sum") / batches : null,
     paddingFraction: Number.isFinite(batches) && batches > 0 ? 1 - d("infinity_tokens_total") / d("infinity_batch_tokens_sum") : null,
+    limitNearby: null,
   };
 }
 
@@ -463,27 +486,40 @@ function median(xs: number[]): number {
 }
 
 interface Ratios {
-  saturated: { server: number; limit: number; ratio: number; target: number; cell: string };
+  /** limit: the limit measured around the best cell; limitAtStart / ratioAtStart: against the run's first measurement. */
+  saturated: { server: number; limit: number; ratio: number; limitAtStart: number; ratioAtStart: number; target: number; cell: string };
   overheadMs: { paired: number; serverP50: number; rawP50: number; target: number; pairs: number; naivePaired: number | null };
-  vsNaive: Array<{ size: number; server: number; naive: number; ratio: number }>;
+  /** ratio: raw tokens/s ratio; adjusted: each side divided by the limit measured around its own cell first. */
+  vsNaive: Array<{ size: number; server: number; naive: number; ratio: number; adjusted: number }>;
   vsNaiveTarget: number;
 }
 
+/** A cell's tokens/s over the limit measured around it (the run's first limit measurement when not bracketed). */
+function relative(c: Cell, limit: LimitResult): number {
+  return c.tokensPerSec / (c.limitNearby ?? limit.final.tokensPerSec);
+}
+
 function computeRatios(cells: Cell[], limit: LimitResult, paired: Paired[]): Ratios {
-  const server = cells.filter((c) => c.system === "server");
-  const best = server.reduce<Cell | null>((a, c) => (!a || c.tokensPerSec > a.tokensPerSec ? c : a), null);
+  // Saturated cells are the bracketed ones; a run without them (--quick of another shape) falls back to all.
+  const all = cells.filter((c) => c.system === "server");
+  const server = all.some((c) => c.limitNearby !== null) ? all.filter((c) => c.limitNearby !== null) : all;
+  const best = server.reduce<Cell | null>((a, c) => (!a || relative(c, limit) > relative(a, limit) ? c : a), null);
   const ps = paired.find((x) => x.system === "server");
   const pn = paired.find((x) => x.system === "naive");
   const vsNaive = SIZES.map((size) => {
     const s = cells.find((c) => c.system === "server" && c.size === size && c.concurrency === 16);
     const n = cells.find((c) => c.system === "naive" && c.size === size && c.concurrency === 16);
-    return { size, server: s?.tokensPerSec ?? NaN, naive: n?.tokensPerSec ?? NaN, ratio: (s?.tokensPerSec ?? NaN) / (n?.tokensPerSec ?? NaN) };
+    const ratio = (s?.tokensPerSec ?? NaN) / (n?.tokensPerSec ?? NaN);
+    const adjusted = s && n ? relative(s, limit) / relative(n, limit) : NaN;
+    return { size, server: s?.tokensPerSec ?? NaN, naive: n?.tokensPerSec ?? NaN, ratio, adjusted };
   });
   return {
     saturated: {
       server: best?.tokensPerSec ?? NaN,
-      limit: limit.final.tokensPerSec,
-      ratio: (best?.tokensPerSec ?? NaN) / limit.final.tokensPerSec,
+      limit: best?.limitNearby ?? limit.final.tokensPerSec,
+      ratio: best ? relative(best, limit) : NaN,
+      limitAtStart: limit.final.tokensPerSec,
+      ratioAtStart: (best?.tokensPerSec ?? NaN) / limit.final.tokensPerSec,
       target: 0.9,
       cell: best ? `${best.size} input(s) x concurrency ${best.concurrency}` : "-",
     },
@@ -500,8 +536,8 @@ function computeRatios(cells: Cell[], limit: LimitResult, paired: Paired[]): Rat
   };
 }
 
-function verdict(ok: boolean): string {
-  return ok ? "met" : "MISSED";
+function verdict(ok: boolean, measured = true): string {
+  return !measured ? "not measured" : ok ? "met" : "MISSED";
 }
 
 function markdown(r: {
@@ -518,26 +554,26 @@ function markdown(r: {
   L.push("", "## Targets", "");
   const s = r.ratios.saturated;
   L.push(`| target | measured | goal | verdict |`, `|---|---|---|---|`);
-  L.push(`| (a) saturated throughput, this server / limit | ${f2(s.ratio)} (${f0(s.server)} / ${f0(s.limit)} tokens/s; server best at ${s.cell}) | >= ${s.target} | ${verdict(s.ratio >= s.target)} |`);
+  L.push(`| (a) saturated throughput, this server / limit | ${f2(s.ratio)} (${f0(s.server)} / ${f0(s.limit)} tokens/s; server best at ${s.cell}, the limit measured again right before and after that cell; against the run's first limit measurement, ${f0(s.limitAtStart)} tokens/s: ${f2(s.ratioAtStart)}) | >= ${s.target} | ${verdict(s.ratio >= s.target)} |`);
   const o = r.ratios.overheadMs;
   L.push(`| (b) latency at concurrency 1, 1 input, minus one raw onnxruntime run on the same input | ${f2(o.paired)} ms (median of ${o.pairs} interleaved pairs; request p50 ${f2(o.serverP50)} ms, raw p50 ${f2(o.rawP50)} ms${o.naivePaired !== null ? `; naive server: ${f2(o.naivePaired)} ms` : ""}) | <= ${o.target} ms | ${verdict(o.paired <= o.target)} |`);
   for (const v of r.ratios.vsNaive) {
-    L.push(`| (c) this server / naive at concurrency 16, ${v.size} input${v.size === 1 ? "" : "s"} per request | ${f2(v.ratio)} (${f0(v.server)} / ${f0(v.naive)} tokens/s) | >= ${r.ratios.vsNaiveTarget} | ${verdict(v.ratio >= r.ratios.vsNaiveTarget)} |`);
+    L.push(`| (c) this server / naive at concurrency 16, ${v.size} input${v.size === 1 ? "" : "s"} per request | ${f2(v.adjusted)} (each over the limit measured around its cell; raw ${f0(v.server)} / ${f0(v.naive)} tokens/s = ${f2(v.ratio)}) | >= ${r.ratios.vsNaiveTarget} | ${verdict(v.adjusted >= r.ratios.vsNaiveTarget, Number.isFinite(v.adjusted))} |`);
   }
   L.push("", "## All cells", "");
-  L.push("Latency is per request (client side, HTTP included); for the limit it is per batch. Peak RSS is the process's VmHWM after the cell (so it only grows down a system's rows). Other load: CPU cores used by processes outside the benchmark during the cell (should be ~0). Mean batch and padding (share of padded tokens in the batches run): from this server's /metrics; for the limit, its batches.", "");
-  L.push("| system | request size | concurrency | requests | inputs/s | tokens/s | p50 ms | p95 ms | p99 ms | peak RSS MB | errors | other load | mean batch | padding |");
-  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  L.push("Latency is per request (client side, HTTP included); for the limit it is per batch. Peak RSS is the process's VmHWM after the cell (so it only grows down a system's rows). Other load: CPU cores used by processes outside the benchmark during the cell (should be ~0). Mean batch and padding (share of padded tokens in the batches run): from this server's /metrics; for the limit, its batches. Limit nearby (cells at concurrency >= 16): the limit measured again right before and right after the cell, the faster of the two; / limit is the cell's tokens/s over it.", "");
+  L.push("| system | request size | concurrency | requests | inputs/s | tokens/s | p50 ms | p95 ms | p99 ms | peak RSS MB | errors | other load | mean batch | padding | limit nearby | / limit |");
+  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   const lf = r.limit.final;
-  L.push(`| ${SYSTEM_LABEL.limit} | sorted batches of ${lf.batchSize} | - | ${Math.round(lf.inputsPerSec * lf.seconds / lf.batchSize)} batches | ${f1(lf.inputsPerSec)} | ${f0(lf.tokensPerSec)} | ${f1(lf.batchMs.p50)} | ${f1(lf.batchMs.p95)} | ${f1(lf.batchMs.p99)} | ${f0(r.limit.peakRssMb)} | 0 | - | ${lf.batchSize} | ${(lf.paddedFraction * 100).toFixed(1)}% |`);
+  L.push(`| ${SYSTEM_LABEL.limit} | sorted batches of ${batchingLabel(lf)} | - | ${Math.round(lf.inputsPerSec * lf.seconds / lf.meanBatch)} batches | ${f1(lf.inputsPerSec)} | ${f0(lf.tokensPerSec)} | ${f1(lf.batchMs.p50)} | ${f1(lf.batchMs.p95)} | ${f1(lf.batchMs.p99)} | ${f0(r.limit.peakRssMb)} | 0 | - | ${f1(lf.meanBatch)} | ${(lf.paddedFraction * 100).toFixed(1)}% | - | - |`);
   for (const c of r.cells) {
-    L.push(`| ${SYSTEM_LABEL[c.system as SystemName]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} | ${c.meanBatch === null ? "-" : f1(c.meanBatch)} | ${c.paddingFraction === null ? "-" : (c.paddingFraction * 100).toFixed(1) + "%"} |`);
+    L.push(`| ${SYSTEM_LABEL[c.system as SystemName]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} | ${c.meanBatch === null ? "-" : f1(c.meanBatch)} | ${c.paddingFraction === null ? "-" : (c.paddingFraction * 100).toFixed(1) + "%"} | ${c.limitNearby === null ? "-" : f0(c.limitNearby)} | ${c.limitNearby === null ? "-" : f2(c.tokensPerSec / c.limitNearby)} |`);
   }
-  L.push("", `## Limit sweep (intra-op threads x batch size; inputs are length-sorted neighbours, ${r.limit.sweep[0] ? "padding shown" : ""})`, "");
-  L.push("| intra-op threads | batch size | tokens/s | inputs/s | padding |", "|---:|---:|---:|---:|---:|");
+  L.push("", "## Limit sweep (intra-op threads x batching; batches are length-sorted neighbours cut by count or by a padded-token budget)", "");
+  L.push("| intra-op threads | batching | mean batch | tokens/s | inputs/s | padding |", "|---:|---|---:|---:|---:|---:|");
   for (const p of r.limit.sweep) {
-    const best = p.threads === r.limit.best.threads && p.batchSize === r.limit.best.batchSize;
-    L.push(`| ${p.threads} | ${p.batchSize} | ${best ? "**" : ""}${f0(p.tokensPerSec)}${best ? "**" : ""} | ${f1(p.inputsPerSec)} | ${(p.paddedFraction * 100).toFixed(1)}% |`);
+    const best = p.threads === r.limit.best.threads && p.batchSize === r.limit.best.batchSize && p.batchTokens === r.limit.best.batchTokens;
+    L.push(`| ${p.threads} | ${batchingLabel(p)} | ${f1(p.meanBatch)} | ${best ? "**" : ""}${f0(p.tokensPerSec)}${best ? "**" : ""} | ${f1(p.inputsPerSec)} | ${(p.paddedFraction * 100).toFixed(1)}% |`);
   }
   L.push("", "## Latency at concurrency 1 against the raw run (target b)", "");
   L.push("Each pair: one raw onnxruntime run of input k in the limit process, then one request with input k to the server; medians in ms. The breakdown columns come from this server's x-inference-time-ms / x-total-time-ms headers.", "");
@@ -557,7 +593,7 @@ async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
   const p = plan(o);
   const started = performance.now();
-  const modelDir = ensureBenchModel({ log });
+  const modelDir = ensureBenchModel({ variant: o.variant, log });
   const pool = makeWorkload(modelDir, POOL_SIZE, WORKLOAD_SEED).texts;
   const lens = lengthStats(pool);
   log(`workload: ${pool.length} texts, tokens min ${lens.min} p10 ${lens.p10} p50 ${lens.p50} p90 ${lens.p90} max ${lens.max} mean ${lens.mean.toFixed(1)}`);
@@ -572,15 +608,24 @@ async function main(): Promise<void> {
   const limitLoad = new OtherLoad(() => [process.pid, sweepChild.pid]);
   limitLoad.start();
   const sweep = await sweepChild.result();
+  // Stopped while the child is alive: once it exits, its CPU time can no longer be told apart from others'.
+  const sweepOther = limitLoad.stop();
   await sweepChild.quit();
   const bestThreads = o.threads ?? sweep.best.threads;
-  const limitChild = new LimitChild({ ...p.limit, modelDir, threads: [bestThreads], batchSizes: [sweep.best.batchSize], finalOnly: true });
+  const limitChild = new LimitChild({ ...p.limit, modelDir, threads: [bestThreads], batchSizes: [], batchTokens: [], finalOnly: { batchSize: sweep.best.batchSize, batchTokens: sweep.best.batchTokens } });
   const limitLoad2 = new OtherLoad(() => [process.pid, limitChild.pid]);
   limitLoad2.start();
   const limit: LimitResult = { ...(await limitChild.result()), sweep: sweep.sweep };
-  const limitOther = Math.max(limitLoad.stop(), limitLoad2.stop());
+  const limitOther = Math.max(sweepOther, limitLoad2.stop());
   const threads = bestThreads;
-  log(`limit: best ${limit.best.threads} thread(s), batch ${limit.best.batchSize}: ${limit.final.tokensPerSec.toFixed(0)} tokens/s; servers use ${threads} thread(s)`);
+  log(`limit: best ${limit.best.threads} thread(s), batches of ${batchingLabel(limit.best)}: ${limit.final.tokensPerSec.toFixed(0)} tokens/s; servers use ${threads} thread(s)`);
+  /** The limit once more, with the servers idle; a saturated cell is bracketed by two of these. */
+  const limitNow = async () => {
+    await Bun.sleep(100); // the servers' onnxruntime threads spin for a moment after their last run
+    const t = (await limitChild.again()).tokensPerSec;
+    log(`limit again: ${t.toFixed(0)} tokens/s`);
+    return t;
+  };
 
   const cells: Cell[] = [];
   const paired: Paired[] = [];
@@ -605,8 +650,18 @@ async function main(): Promise<void> {
       continue;
     }
     for (const size of SIZES) {
+      // The limit measured right after one saturated cell serves as the "before" of the next one.
+      let before: number | null = null;
       for (const conc of p.concurrencyFor(size)) {
+        const bracket = conc >= 16;
+        if (bracket) before ??= await limitNow();
         const c = await runCell(name, r.url, pool, size, conc, p.maxRequests(size), o.cellSeconds, pid, load);
+        if (bracket) {
+          const after = await limitNow();
+          // The faster of the two: other processes only ever slow the limit down, so this is the stricter bar.
+          c.limitNearby = Math.max(before!, after);
+          before = after;
+        } else before = null;
         cells.push(c);
         log(`${name} size=${size} c=${conc}: ${c.requests} req, ${c.tokensPerSec.toFixed(0)} tokens/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, rss ${c.peakRssMb.toFixed(0)} MB, errors ${c.errors}, other load ${c.otherLoadCores.toFixed(2)}` + (c.meanBatch !== null ? `, mean batch ${c.meanBatch.toFixed(1)}, padding ${(c.paddingFraction! * 100).toFixed(1)}%` : ""));
         if (c.errors) log(`${name}: first error: ${c.firstError}`);
@@ -634,7 +689,9 @@ async function main(): Promise<void> {
   const header: Record<string, string> = {
     date: new Date().toISOString(),
     machine: `${availableParallelism()} CPU cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, load average at end ${loadavg().map((x) => x.toFixed(2)).join(" ")}`,
-    model: `${MODEL_NAME}: BertModel 12 layers, hidden 384, fp32 ONNX (bench/model-skeleton, seeded weights), CLS pooling + normalize, bert-base-uncased tokenizer`,
+    model: o.variant === "fp32"
+      ? `${MODEL_NAME}: BertModel 12 layers, hidden 384, fp32 ONNX (bench/model-skeleton, seeded weights), CLS pooling + normalize, bert-base-uncased tokenizer`
+      : `${MODEL_NAME}: BertModel 12 layers, hidden 384, int8 ONNX (onnxruntime quantize_dynamic: int8 MatMul weights; bench/model-skeleton-int8, seeded weights), CLS pooling + normalize, bert-base-uncased tokenizer`,
     runtime: `Bun ${Bun.version}, onnxruntime-node 1.30.0, @huggingface/transformers 4.3.2`,
     workload: `${pool.length} seeded texts, tokens per input min ${lens.min} / p10 ${lens.p10} / median ${lens.p50} / p90 ${lens.p90} / max ${lens.max} (mean ${lens.mean.toFixed(1)}); requests of ${SIZES.join(" and ")} inputs, OpenAI /embeddings with encoding_format base64, keep-alive`,
     threads: `intra-op threads ${threads} for all three systems (best of the limit sweep${o.threads ? "; overridden by --threads" : ""}), inter-op 1`,
@@ -655,7 +712,7 @@ async function main(): Promise<void> {
     }));
   const png = drawChart({
     title: "tokens/s by concurrency",
-    subtitle: `bge-small architecture fp32, ${availableParallelism()} cpu cores, ${threads} intra-op thread${threads === 1 ? "" : "s"}`,
+    subtitle: `bge-small architecture ${o.variant}, ${availableParallelism()} cpu cores, ${threads} intra-op thread${threads === 1 ? "" : "s"}`,
     sizes: SIZES,
     concurrency: p.concurrency,
     series,
