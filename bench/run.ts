@@ -395,7 +395,12 @@ export async function runCell(system: string, url: string, pool: readonly Worklo
   };
 }
 
-const PAIR_PAUSE_MS = Number(process.env.BENCH_PAIR_PAUSE_MS ?? 10);
+/**
+ * The pause on each side of a latency pair. onnxruntime's idle pool threads keep spinning for ~30-40 ms after a
+ * run (measured: about one core stays busy 20 ms after a run, ~0.4 cores on average over the 100 ms after it), so
+ * a shorter pause lets one process's spinning threads slow the other's run.
+ */
+const PAIR_PAUSE_MS = Number(process.env.BENCH_PAIR_PAUSE_MS ?? 60);
 
 export interface Paired {
   system: string;
