@@ -66,14 +66,28 @@ export interface LimitResult {
   peakRssMb: number;
 }
 
-interface Batch {
+export interface Batch {
   feeds: Record<string, ort.Tensor>;
   tokens: number;
   padded: number;
   inputs: number;
 }
 
-function makeBatch(texts: readonly WorkloadText[], inputNames: readonly string[]): Batch {
+/** A session with the settings src/model/session.ts uses, on the CPU, with the thread count under test. */
+export function benchSession(onnxPath: string, threads: number): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(onnxPath, {
+    executionProviders: ["cpu"],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: "sequential",
+    graphOptimizationLevel: "all",
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+  });
+}
+
+/** Pre-built feeds of one padded batch (the session's declared inputs only), with its token counts. */
+export function makeBatch(texts: readonly WorkloadText[], inputNames: readonly string[]): Batch {
   const b = texts.length;
   let seq = 1;
   let tokens = 0;
@@ -204,16 +218,7 @@ export async function runLimit(o: LimitOptions, progress: (m: string) => void): 
   const session = async (threads: number) => {
     let s = sessions.get(threads);
     if (!s) {
-      // The same settings src/model/session.ts uses, with the thread count under test.
-      s = await ort.InferenceSession.create(onnx, {
-        executionProviders: ["cpu"],
-        intraOpNumThreads: threads,
-        interOpNumThreads: 1,
-        executionMode: "sequential",
-        graphOptimizationLevel: "all",
-        enableCpuMemArena: true,
-        enableMemPattern: true,
-      });
+      s = await benchSession(onnx, threads);
       sessions.set(threads, s);
     }
     return s;

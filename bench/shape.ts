@@ -7,8 +7,8 @@
 //   bun bench/shape.ts [path/to/model.onnx] [--threads N] [--rounds R]
 //   (default model: the benchmark model, generated on demand; its inputs must be input_ids, attention_mask and
 //   optionally token_type_ids)
-import * as ort from "onnxruntime-node";
 import { join } from "node:path";
+import { benchSession, makeBatch } from "./limit";
 import { ensureBenchModel } from "./model";
 
 const args = process.argv.slice(2);
@@ -19,20 +19,13 @@ const flag = (name: string, fallback: number) => {
 const threads = flag("--threads", 2);
 const rounds = flag("--rounds", 3);
 const path = args[0] && !args[0].startsWith("--") ? args[0] : join(ensureBenchModel(), "onnx", "model.onnx");
-const session = await ort.InferenceSession.create(path, {
-  executionProviders: ["cpu"], intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all",
-});
+const session = await benchSession(path, threads);
 const LENGTHS = [12, 48, 100, 160, 250];
 const SIZES = [1, 2, 4, 8, 16, 32];
 
-function feeds(b: number, len: number): Record<string, ort.Tensor> {
-  const all: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor("int64", new BigInt64Array(b * len).fill(1000n), [b, len]),
-    attention_mask: new ort.Tensor("int64", new BigInt64Array(b * len).fill(1n), [b, len]),
-    token_type_ids: new ort.Tensor("int64", new BigInt64Array(b * len), [b, len]),
-  };
-  return Object.fromEntries(session.inputNames.map((n) => [n, all[n]!]));
-}
+/** b inputs of `len` tokens each (token id 1000: the content does not change the compute). */
+const feeds = (b: number, len: number) =>
+  makeBatch(Array.from({ length: b }, () => ({ text: "", ids: new Int32Array(len).fill(1000) })), session.inputNames).feeds;
 
 const best = new Map<string, { tps: number; ms: number }>();
 for (let round = 0; round < rounds; round++) {
