@@ -22,11 +22,13 @@ import { featureBatches, type FeatureBatch } from "./inputs";
 import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "./towers";
 
 /**
- * Requests with at most this many characters are tokenized on the event loop: measured on the benchmark,
- * the worker hop (post, wake, transfer back) costs ~0.3 ms, tokenizing a sentence ~0.02 ms. Larger requests
- * go to the worker pool so they never hold the loop.
+ * Requests with at most this many characters are tokenized on the event loop, which covers one full-length input
+ * of a 512-token model. Measured at concurrency 1 with the benchmark's texts (idle server, so caches are cold, as
+ * they are for a lone request): tokenizing inline took 0.18-0.25 ms for ~560 characters, 0.42 ms for the longest
+ * (~1,400); the same texts through a tokenizer worker took 0.84 ms. Hot, tokenizing costs ~0.1 us per character,
+ * so the loop is held at most ~0.4 ms. Larger requests go to the worker pool.
  */
-export const INLINE_TOKENIZE_CHARS = 1024;
+export const INLINE_TOKENIZE_CHARS = 4096;
 
 /**
  * Default token budgets per batch when --max-batch-tokens is 0 (auto). CPU: measured with onnxruntime alone on

@@ -42,15 +42,19 @@ describe("parity with sentence-transformers references", () => {
     test(`${name}: all texts in one request and as concurrent requests of mixed lengths`, async () => {
       const ref = await reference(name);
       const texts = ref.cases.map((c: { text: string }) => c.text);
-      // Over INLINE_TOKENIZE_CHARS in total: this request is tokenized by the worker pool.
-      expect(texts.join("").length).toBeGreaterThan(INLINE_TOKENIZE_CHARS);
-      const one = await embed({ model: name, input: texts });
+      // Repeated past INLINE_TOKENIZE_CHARS in total: this request is tokenized by the worker pool.
+      const reps = Math.ceil((INLINE_TOKENIZE_CHARS + 1) / texts.join("").length);
+      const repeated = Array.from({ length: reps }, () => texts).flat();
+      expect(repeated.join("").length).toBeGreaterThan(INLINE_TOKENIZE_CHARS);
+      const one = await embed({ model: name, input: repeated });
       expect(one.status).toBe(200);
-      ref.cases.forEach((c: { embedding: number[] }, i: number) => {
+      expect(one.json.data.length).toBe(repeated.length);
+      repeated.forEach((_: string, i: number) => {
+        const c = ref.cases[i % texts.length];
         expect(one.json.data[i].index).toBe(i);
         expect(maxAbsDiff(one.json.data[i].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4);
       });
-      expect(one.json.usage.total_tokens).toBe(ref.cases.reduce((s: number, c: { input_ids: number[] }) => s + c.input_ids.length, 0));
+      expect(one.json.usage.total_tokens).toBe(reps * ref.cases.reduce((s: number, c: { input_ids: number[] }) => s + c.input_ids.length, 0));
       // Many concurrent requests with texts in rotated order: the batcher merges and pads across requests.
       const requests = Array.from({ length: 24 }, (_, r) => {
         const order = texts.map((_: string, i: number) => (i + r) % texts.length).slice(0, 1 + (r % 5));
