@@ -17,7 +17,7 @@ import type { Subprocess } from "bun";
 import { drawChart, type ChartSeries } from "./chart";
 import { batchingLabel, type LimitOptions, type LimitResult, type SweepPoint } from "./limit";
 import { ensureBenchModel, MODEL_NAME, REPO_ROOT, type Variant } from "./model";
-import { percentiles, peakRssMb } from "./stats";
+import { medianInterval, percentiles, peakRssMb } from "./stats";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
 
 // ---------------------------------------------------------------- options
@@ -107,8 +107,8 @@ function plan(o: Options) {
       serveLatency: true,
     } satisfies LimitOptions,
     /** Inputs (requests 0..n-1 of the 1-input cell) and passes of the interleaved raw/server latency pairs. */
-    pairedInputs: o.quick ? 30 : 100,
-    pairedPasses: 2,
+    pairedInputs: o.quick ? 30 : 200,
+    pairedPasses: o.quick ? 2 : 3,
   };
 }
 
@@ -407,6 +407,9 @@ export interface Paired {
   /** Client round trip minus one raw run on the same input, per pair (ms). */
   diffs: number[];
   medianDiff: number;
+  /** 95% confidence interval of medianDiff (one pair's difference spreads over several ms: two onnxruntime runs). */
+  medianDiffLo: number;
+  medianDiffHi: number;
   medianClient: number;
   medianRaw: number;
   /** From this server's timing headers: engine inference minus raw, and route total minus inference (ms). */
@@ -445,8 +448,9 @@ async function pairedLatency(system: string, url: string, limit: LimitChild, poo
     }
   }
   const m = (xs: number[]) => (xs.length ? median(xs) : null);
+  const ci = medianInterval(diffs);
   return {
-    system, diffs, medianDiff: median(diffs), medianClient: median(clients), medianRaw: median(raws),
+    system, diffs, medianDiff: median(diffs), medianDiffLo: ci.lo, medianDiffHi: ci.hi, medianClient: median(clients), medianRaw: median(raws),
     medianInferenceMinusRaw: m(infMinusRaw), medianRouteMinusInference: m(routeMinusInf), medianClientMinusRoute: m(clientMinusRoute),
   };
 }
@@ -493,7 +497,7 @@ function median(xs: number[]): number {
 interface Ratios {
   /** limit: the limit measured around the best cell; limitAtStart / ratioAtStart: against the run's first measurement. */
   saturated: { server: number; limit: number; ratio: number; limitAtStart: number; ratioAtStart: number; target: number; cell: string };
-  overheadMs: { paired: number; serverP50: number; rawP50: number; target: number; pairs: number; naivePaired: number | null };
+  overheadMs: { paired: number; pairedLo: number; pairedHi: number; serverP50: number; rawP50: number; target: number; pairs: number; naivePaired: number | null };
   /** ratio: raw tokens/s ratio; adjusted: each side divided by the limit measured around its own cell first. */
   vsNaive: Array<{ size: number; server: number; naive: number; ratio: number; adjusted: number }>;
   vsNaiveTarget: number;
@@ -530,6 +534,8 @@ function computeRatios(cells: Cell[], limit: LimitResult, paired: Paired[]): Rat
     },
     overheadMs: {
       paired: ps?.medianDiff ?? NaN,
+      pairedLo: ps?.medianDiffLo ?? NaN,
+      pairedHi: ps?.medianDiffHi ?? NaN,
       serverP50: ps?.medianClient ?? NaN,
       rawP50: ps?.medianRaw ?? NaN,
       target: 2,
@@ -561,7 +567,7 @@ function markdown(r: {
   L.push(`| target | measured | goal | verdict |`, `|---|---|---|---|`);
   L.push(`| (a) saturated throughput, this server / limit | ${f2(s.ratio)} (${f0(s.server)} / ${f0(s.limit)} tokens/s; server best at ${s.cell}, the limit measured again right before and after that cell; against the run's first limit measurement, ${f0(s.limitAtStart)} tokens/s: ${f2(s.ratioAtStart)}) | >= ${s.target} | ${verdict(s.ratio >= s.target)} |`);
   const o = r.ratios.overheadMs;
-  L.push(`| (b) latency at concurrency 1, 1 input, minus one raw onnxruntime run on the same input | ${f2(o.paired)} ms (median of ${o.pairs} interleaved pairs; request p50 ${f2(o.serverP50)} ms, raw p50 ${f2(o.rawP50)} ms${o.naivePaired !== null ? `; naive server: ${f2(o.naivePaired)} ms` : ""}) | <= ${o.target} ms | ${verdict(o.paired <= o.target)} |`);
+  L.push(`| (b) latency at concurrency 1, 1 input, minus one raw onnxruntime run on the same input | ${f2(o.paired)} ms (median of ${o.pairs} interleaved pairs, 95% interval ${f2(o.pairedLo)}-${f2(o.pairedHi)} ms; request p50 ${f2(o.serverP50)} ms, raw p50 ${f2(o.rawP50)} ms${o.naivePaired !== null ? `; naive server: ${f2(o.naivePaired)} ms` : ""}) | <= ${o.target} ms | ${verdict(o.paired <= o.target)}${o.pairedLo <= o.target && o.target <= o.pairedHi ? ` (${o.target} ms is inside the interval)` : ""} |`);
   for (const v of r.ratios.vsNaive) {
     L.push(`| (c) this server / naive at concurrency 16, ${v.size} input${v.size === 1 ? "" : "s"} per request | ${f2(v.adjusted)} (each over the limit measured around its cell; raw ${f0(v.server)} / ${f0(v.naive)} tokens/s = ${f2(v.ratio)}) | >= ${r.ratios.vsNaiveTarget} | ${verdict(v.adjusted >= r.ratios.vsNaiveTarget, Number.isFinite(v.adjusted))} |`);
   }
@@ -581,11 +587,11 @@ function markdown(r: {
     L.push(`| ${p.threads} | ${batchingLabel(p)} | ${f1(p.meanBatch)} | ${best ? "**" : ""}${f0(p.tokensPerSec)}${best ? "**" : ""} | ${f1(p.inputsPerSec)} | ${(p.paddedFraction * 100).toFixed(1)}% |`);
   }
   L.push("", "## Latency at concurrency 1 against the raw run (target b)", "");
-  L.push("Each pair: one raw onnxruntime run of input k in the limit process, then one request with input k to the server; medians in ms. The breakdown columns come from this server's x-inference-time-ms / x-total-time-ms headers.", "");
-  L.push("| system | pairs | request | raw run | request - raw | engine inference - raw | route - inference | HTTP + client |", "|---|---:|---:|---:|---:|---:|---:|---:|");
+  L.push("Each pair: one raw onnxruntime run of input k in the limit process, then one request with input k to the server; medians in ms. One pair's difference spreads over several ms (it holds two onnxruntime runs, each jittering by ~1-2 ms), so the median's 95% interval (distribution-free, from order statistics) is shown. The breakdown columns come from this server's x-inference-time-ms / x-total-time-ms headers.", "");
+  L.push("| system | pairs | request | raw run | request - raw | 95% interval | engine inference - raw | route - inference | HTTP + client |", "|---|---:|---:|---:|---:|---|---:|---:|---:|");
   const n2 = (x: number | null) => (x === null ? "-" : f2(x));
   for (const q of r.paired) {
-    L.push(`| ${SYSTEM_LABEL[q.system as SystemName]} | ${q.diffs.length} | ${f2(q.medianClient)} | ${f2(q.medianRaw)} | ${f2(q.medianDiff)} | ${n2(q.medianInferenceMinusRaw)} | ${n2(q.medianRouteMinusInference)} | ${n2(q.medianClientMinusRoute)} |`);
+    L.push(`| ${SYSTEM_LABEL[q.system as SystemName]} | ${q.diffs.length} | ${f2(q.medianClient)} | ${f2(q.medianRaw)} | ${f2(q.medianDiff)} | ${f2(q.medianDiffLo)}-${f2(q.medianDiffHi)} | ${n2(q.medianInferenceMinusRaw)} | ${n2(q.medianRouteMinusInference)} | ${n2(q.medianClientMinusRoute)} |`);
   }
   if (r.notes.length) L.push("", "## Notes", "", ...r.notes.map((n) => `- ${n}`));
   L.push("", "![tokens/s by concurrency](chart.png)", "");
@@ -648,7 +654,7 @@ async function main(): Promise<void> {
     const load = new OtherLoad(() => [process.pid, pid]);
     const q = await pairedLatency(name, r.url, limitChild, pool, p.pairedInputs, p.pairedPasses);
     paired.push(q);
-    log(`${name}: concurrency-1 request minus raw run: median ${q.medianDiff.toFixed(2)} ms over ${q.diffs.length} pairs (request ${q.medianClient.toFixed(2)}, raw ${q.medianRaw.toFixed(2)})`);
+    log(`${name}: concurrency-1 request minus raw run: median ${q.medianDiff.toFixed(2)} ms (95% interval ${q.medianDiffLo.toFixed(2)}-${q.medianDiffHi.toFixed(2)}) over ${q.diffs.length} pairs (request ${q.medianClient.toFixed(2)}, raw ${q.medianRaw.toFixed(2)})`);
     if (q.medianInferenceMinusRaw !== null) log(`${name}: engine inference - raw ${q.medianInferenceMinusRaw.toFixed(2)} ms, route - inference ${q.medianRouteMinusInference!.toFixed(2)} ms, HTTP + client ${q.medianClientMinusRoute!.toFixed(2)} ms`);
     if (o.latencyOnly) {
       await stop(r);

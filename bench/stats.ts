@@ -26,3 +26,18 @@ export function peakRssMb(pid: number): number {
 export function rssMb(pid: number): number {
   return statusKb(pid, "VmRSS") / 1024;
 }
+
+/**
+ * A distribution-free 95% confidence interval for the median: the order statistics at ranks n/2 -+ 1.96 sqrt(n)/2
+ * (the normal approximation of the binomial count of samples below the median). Needs about 10 samples or more.
+ */
+export function medianInterval(xs: readonly number[]): { lo: number; hi: number } {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  const n = s.length;
+  if (n < 10) return { lo: NaN, hi: NaN };
+  const half = 1.96 * Math.sqrt(n) / 2;
+  // 1-based ranks, rounded outwards.
+  const lo = Math.max(1, Math.floor(n / 2 - half));
+  const hi = Math.min(n, Math.ceil(n / 2 + half + 1));
+  return { lo: s[lo - 1]!, hi: s[hi - 1]! };
+}
