@@ -577,7 +577,10 @@ function markdown(r: {
   L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   const lf = r.limit.final;
   L.push(`| ${SYSTEM_LABEL.limit} | sorted batches of ${batchingLabel(lf)} | - | ${Math.round(lf.inputsPerSec * lf.seconds / lf.meanBatch)} batches | ${f1(lf.inputsPerSec)} | ${f0(lf.tokensPerSec)} | ${f1(lf.batchMs.p50)} | ${f1(lf.batchMs.p95)} | ${f1(lf.batchMs.p99)} | ${f0(r.limit.peakRssMb)} | 0 | - | ${f1(lf.meanBatch)} | ${(lf.paddedFraction * 100).toFixed(1)}% | - | - |`);
-  for (const c of r.cells) {
+  // Cells ran alternating between the systems; the table lists each system's cells together.
+  const rank = (c: Cell) => (c.system === "naive" ? 0 : 1);
+  const listed = r.cells.slice().sort((x, y) => rank(x) - rank(y) || x.size - y.size || x.concurrency - y.concurrency);
+  for (const c of listed) {
     L.push(`| ${SYSTEM_LABEL[c.system as SystemName]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} | ${c.meanBatch === null ? "-" : f1(c.meanBatch)} | ${c.paddingFraction === null ? "-" : (c.paddingFraction * 100).toFixed(1) + "%"} | ${c.limitNearby === null ? "-" : f0(c.limitNearby)} | ${c.limitNearby === null ? "-" : f2(c.tokensPerSec / c.limitNearby)} |`);
   }
   L.push("", "## Limit sweep (intra-op threads x batching; batches are length-sorted neighbours cut by count or by a padded-token budget)", "");
@@ -641,6 +644,10 @@ async function main(): Promise<void> {
   const cells: Cell[] = [];
   const paired: Paired[] = [];
   const vectors = new Map<SystemName, Float32Array>();
+  // Both servers stay up for the whole run (an idle one costs nothing: its onnxruntime threads sleep) so that
+  // their cells can alternate: the machine's speed drifts over minutes, and running all of one system's cells
+  // before the other's let that drift decide the unbracketed cells (concurrency 1 and 4).
+  const running: Array<{ name: SystemName; r: Running; pid: number; load: OtherLoad }> = [];
   for (const name of o.systems) {
     log(`${name}: starting`);
     const t0 = performance.now();
@@ -651,35 +658,42 @@ async function main(): Promise<void> {
     for (let k = 0; k < 4; k++) await embedOne(r.url, pool[pool.length - 1 - k]!.text);
     await fetch(`${r.url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: body(requestTexts(pool, 32, 0, 1000)) }).then((x) => x.text());
     vectors.set(name, await embedOne(r.url, pool[0]!.text));
-    const load = new OtherLoad(() => [process.pid, pid]);
+    running.push({ name, r, pid, load: new OtherLoad(() => [process.pid, pid]) });
+  }
+  for (const { name, r } of running) {
     const q = await pairedLatency(name, r.url, limitChild, pool, p.pairedInputs, p.pairedPasses);
     paired.push(q);
     log(`${name}: concurrency-1 request minus raw run: median ${q.medianDiff.toFixed(2)} ms (95% interval ${q.medianDiffLo.toFixed(2)}-${q.medianDiffHi.toFixed(2)}) over ${q.diffs.length} pairs (request ${q.medianClient.toFixed(2)}, raw ${q.medianRaw.toFixed(2)})`);
     if (q.medianInferenceMinusRaw !== null) log(`${name}: engine inference - raw ${q.medianInferenceMinusRaw.toFixed(2)} ms, route - inference ${q.medianRouteMinusInference!.toFixed(2)} ms, HTTP + client ${q.medianClientMinusRoute!.toFixed(2)} ms`);
-    if (o.latencyOnly) {
-      await stop(r);
-      continue;
-    }
+  }
+  if (!o.latencyOnly) {
+    let flip = false;
     for (const size of SIZES) {
       // The limit measured right after one saturated cell serves as the "before" of the next one.
       let before: number | null = null;
       for (const conc of p.concurrencyFor(size)) {
-        const bracket = conc >= 16;
-        if (bracket) before ??= await limitNow();
-        const c = await runCell(name, r.url, pool, size, conc, p.maxRequests(size), o.cellSeconds, pid, load);
-        if (bracket) {
-          const after = await limitNow();
-          // The faster of the two: other processes only ever slow the limit down, so this is the stricter bar.
-          c.limitNearby = Math.max(before!, after);
-          before = after;
-        } else before = null;
-        cells.push(c);
-        log(`${name} size=${size} c=${conc}: ${c.requests} req, ${c.tokensPerSec.toFixed(0)} tokens/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, rss ${c.peakRssMb.toFixed(0)} MB, errors ${c.errors}, other load ${c.otherLoadCores.toFixed(2)}` + (c.meanBatch !== null ? `, mean batch ${c.meanBatch.toFixed(1)}, padding ${(c.paddingFraction! * 100).toFixed(1)}%` : ""));
-        if (c.errors) log(`${name}: first error: ${c.firstError}`);
+        // Which system goes first alternates from one cell shape to the next.
+        const order = flip ? running.slice().reverse() : running;
+        flip = !flip;
+        for (const { name, r, pid, load } of order) {
+          const bracket = conc >= 16;
+          if (bracket) before ??= await limitNow();
+          else await Bun.sleep(100); // the other server's onnxruntime threads spin for a moment after its cell
+          const c = await runCell(name, r.url, pool, size, conc, p.maxRequests(size), o.cellSeconds, pid, load);
+          if (bracket) {
+            const after = await limitNow();
+            // The faster of the two: other processes only ever slow the limit down, so this is the stricter bar.
+            c.limitNearby = Math.max(before!, after);
+            before = after;
+          } else before = null;
+          cells.push(c);
+          log(`${name} size=${size} c=${conc}: ${c.requests} req, ${c.tokensPerSec.toFixed(0)} tokens/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, rss ${c.peakRssMb.toFixed(0)} MB, errors ${c.errors}, other load ${c.otherLoadCores.toFixed(2)}` + (c.meanBatch !== null ? `, mean batch ${c.meanBatch.toFixed(1)}, padding ${(c.paddingFraction! * 100).toFixed(1)}%` : ""));
+          if (c.errors) log(`${name}: first error: ${c.firstError}`);
+        }
       }
     }
-    await stop(r);
   }
+  for (const { r } of running) await stop(r);
   await limitChild.quit();
   if (o.latencyOnly) return;
 
