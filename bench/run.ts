@@ -1,7 +1,7 @@
 // The benchmark: the limit (onnxruntime alone), a naive transformers.js server and this server, same model, same
 // thread setting, same seeded workload, in one run. Writes bench/results/{results.md,results.json,chart.png}.
 //
-//   bun run bench                 full run (about 8-10 minutes on 2 cores)
+//   bun run bench                 full run (about 15 minutes on 2 cores)
 //   bun run bench --quick         smoke run (1-2 minutes)
 //   options: --out DIR  --cell-seconds S  --threads N (skip the thread sweep's choice)  --systems naive,server
 //            --server-arg=--flag --server-arg=value (extra flags for this server, repeatable)  --wait-quiet S
