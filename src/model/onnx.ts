@@ -1,0 +1,156 @@
+// What touches onnxruntime itself: execution provider choice with CPU fallback, thread settings, tensors in the
+// integer type the model declares, float32 outputs. Runs inside the inference worker (session-worker.ts); the rest
+// of the server talks to it through ModelSession (session.ts).
+import * as ort from "onnxruntime-node";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
+import { ModelLoadError } from "../errors";
+
+export interface SessionSettings {
+  device: string;
+  numThreads: number;
+}
+
+/** One named input as the caller builds it; int32 data is widened where the model declares int64. */
+export type Feed = { data: Float32Array | Int32Array; dims: number[] };
+
+export interface OutputTensor {
+  name: string;
+  data: Float32Array;
+  dims: number[];
+}
+
+const PROVIDER_OF_DEVICE: Record<string, string> = {
+  cpu: "cpu", cuda: "cuda", tensorrt: "tensorrt", coreml: "coreml", dml: "dml", webgpu: "webgpu",
+};
+
+/** Whether the CUDA provider's shared library was installed next to the addon (ONNXRUNTIME_NODE_INSTALL=cuda12). */
+function cudaInstalled(): boolean {
+  try {
+    const req = createRequire(import.meta.url);
+    const root = dirname(req.resolve("onnxruntime-node/package.json"));
+    return existsSync(join(root, "bin", "napi-v6", process.platform, process.arch, "libonnxruntime_providers_cuda.so"));
+  } catch {
+    return false;
+  }
+}
+
+/** Providers to try, in order, for a --device value. "auto" picks a GPU provider only where one is installed. */
+export function providerOrder(device: string, platform = process.platform, hasCuda = cudaInstalled): string[] {
+  if (device === "auto") {
+    if (platform === "darwin") return ["coreml", "cpu"];
+    if (platform === "win32") return ["dml", "cpu"];
+    return hasCuda() ? ["cuda", "cpu"] : ["cpu"];
+  }
+  const p = PROVIDER_OF_DEVICE[device];
+  return p && p !== "cpu" ? [p, "cpu"] : ["cpu"];
+}
+
+function isInt64(meta: ort.InferenceSession.ValueMetadata | undefined): boolean {
+  return !meta || !meta.isTensor || meta.type === "int64";
+}
+
+export interface OrtSession {
+  session: ort.InferenceSession;
+  provider: string;
+  /** Why the first provider in the order was not used (null when it was). */
+  fallbackReason: string | null;
+  int64Inputs: ReadonlySet<string>;
+}
+
+/**
+ * What every session is created with. onnxruntime's pool threads keep spinning for ~30-40 ms after a run
+ * returns; `force_spinning_stop` ends that when the run returns (they still spin between the operators of a
+ * run). Measured with two models in one server and single requests alternating between them back to back (2 cores,
+ * 2 threads each): p50 36.8 ms with the default, 17.2 ms with the stop (one model alone: 17.8); the idle model's
+ * spinning took a core from the busy one. With one model: 32-input requests at concurrency 16 ran 7,644-7,788 and
+ * 7,673-7,723 tokens/s (default, stop; three alternating rounds); at ~8 requests/s the server used 0.57 cores with
+ * the default and 0.33 with the stop, at the same latency; back to back at concurrency 1, p50 was within noise
+ * (17.75 / 20.01 against 18.65 / 20.25 ms). `allow_spinning=0` instead cost ~1.6 ms per request there.
+ */
+export function sessionOptions(provider: string, settings: SessionSettings): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: [provider],
+    intraOpNumThreads: settings.numThreads,
+    // One run at a time per session: inter-op parallelism only adds contention.
+    interOpNumThreads: 1,
+    executionMode: "sequential",
+    graphOptimizationLevel: "all",
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+    extra: { session: { force_spinning_stop: "1" } },
+  };
+}
+
+/** Creates a session on the first provider of `device`'s order that loads; throws ModelLoadError when none does. */
+export async function createOrtSession(path: string, settings: SessionSettings): Promise<OrtSession> {
+  const order = providerOrder(settings.device);
+  let lastError: unknown;
+  for (const provider of order) {
+    try {
+      const session = await ort.InferenceSession.create(path, sessionOptions(provider, settings));
+      const int64Inputs = new Set<string>();
+      session.inputNames.forEach((name, i) => {
+        if (isInt64(session.inputMetadata?.[i])) int64Inputs.add(name);
+      });
+      const fallbackReason = provider === order[0] ? null : String((lastError as Error)?.message ?? lastError);
+      return { session, provider, fallbackReason, int64Inputs };
+    } catch (e) {
+      lastError = e;
+    }
+  }
+  throw new ModelLoadError(`onnxruntime could not load ${path}: ${(lastError as Error)?.message ?? lastError}`);
+}
+
+function intTensor(data: Int32Array, dims: number[], int64: boolean): ort.Tensor {
+  if (!int64) return new ort.Tensor("int32", data, dims);
+  // Widen through a 32-bit view of the int64 buffer (little-endian): no BigInt per element.
+  const wide = new BigInt64Array(data.length);
+  const halves = new Int32Array(wide.buffer);
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!;
+    halves[2 * i] = v;
+    halves[2 * i + 1] = v < 0 ? -1 : 0;
+  }
+  return new ort.Tensor("int64", wide, dims);
+}
+
+/** Runs once with exactly the inputs the session declares and returns one output as float32. */
+export async function runOnce(s: OrtSession, feeds: Record<string, Feed>, outputName: string): Promise<OutputTensor> {
+  const tensors: Record<string, ort.Tensor> = {};
+  for (const name of s.session.inputNames) {
+    const f = feeds[name];
+    if (!f) throw new ModelLoadError(`the ONNX model declares an input "${name}" this server cannot feed`);
+    tensors[name] = f.data instanceof Float32Array ? new ort.Tensor("float32", f.data, f.dims) : intTensor(f.data, f.dims, s.int64Inputs.has(name));
+  }
+  const out = await s.session.run(tensors, [outputName]);
+  const tensor = out[outputName]!;
+  const result = { name: outputName, data: toFloat32(tensor), dims: tensor.dims.slice() };
+  tensor.dispose?.();
+  return result;
+}
+
+/** float16 outputs (model_fp16.onnx) arrive as Float16Array or raw uint16 halves depending on the runtime. */
+export function toFloat32(tensor: ort.Tensor): Float32Array {
+  const data = tensor.data as unknown;
+  if (data instanceof Float32Array) return data;
+  if (data instanceof Uint16Array && tensor.type === "float16") return halfToFloat(data);
+  if (ArrayBuffer.isView(data) && !(data instanceof DataView) && !(data instanceof BigInt64Array) && !(data instanceof BigUint64Array)) {
+    return Float32Array.from(data as unknown as ArrayLike<number>);
+  }
+  throw new ModelLoadError(`unsupported output type ${tensor.type}`);
+}
+
+export function halfToFloat(h: Uint16Array): Float32Array {
+  const out = new Float32Array(h.length);
+  for (let i = 0; i < h.length; i++) {
+    const x = h[i]!;
+    const sign = x & 0x8000 ? -1 : 1;
+    const exp = (x >> 10) & 0x1f;
+    const frac = x & 0x3ff;
+    out[i] =
+      exp === 0 ? sign * frac * 2 ** -24 : exp === 31 ? (frac ? NaN : sign * Infinity) : sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+  return out;
+}
