@@ -39,6 +39,16 @@ self.onmessage = async (event: MessageEvent<SessionRequest>) => {
   } catch (e) {
     reply = { id: m.id, ok: false, error: (e as Error)?.message ?? String(e), loadError: e instanceof ModelLoadError };
   }
-  // The output is copied into the message; the worker keeps nothing of it.
+  // The output's buffer moves to the main thread (the worker keeps nothing of it): cloning ~150 KB of a typical
+  // output doubled the way back at concurrency 1 (0.29 against 0.14 ms). A buffer that cannot move is copied.
+  const buffer = reply.ok ? reply.output?.data.buffer : undefined;
+  if (buffer instanceof ArrayBuffer) {
+    try {
+      self.postMessage(reply, [buffer]);
+      return;
+    } catch {
+      // fall through: copy
+    }
+  }
   self.postMessage(reply);
 };
