@@ -13,13 +13,16 @@ ARG CUDA_IMAGE=nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
 
 # ---- build: npm ci (Bun comes from node_modules) and `bun run build` --------------------------------------------
 FROM ${NODE_IMAGE} AS build
-# "skip" keeps the CPU-only onnxruntime that ships inside the npm package (.npmrc says the same);
-# "cuda12" makes onnxruntime-node's install script add the CUDA execution provider libraries, which the
-# build then embeds in the binary next to libonnxruntime.so.1.
+# "skip" keeps the CPU-only onnxruntime that ships inside the npm package (package.json's allowScripts denies
+# onnxruntime-node's install script on npm 11+; npm 10 reads the variable); "cuda12" runs that install script
+# explicitly to add the CUDA execution provider libraries, which the build then embeds in the binary next to
+# libonnxruntime.so.1.
 ARG ONNXRUNTIME_NODE_INSTALL=skip
 WORKDIR /src
-COPY package.json package-lock.json .npmrc ./
-RUN ONNXRUNTIME_NODE_INSTALL=${ONNXRUNTIME_NODE_INSTALL} npm ci --no-audit --no-fund
+COPY package.json package-lock.json ./
+RUN ONNXRUNTIME_NODE_INSTALL=${ONNXRUNTIME_NODE_INSTALL} npm ci --no-audit --no-fund \
+ && if [ "${ONNXRUNTIME_NODE_INSTALL}" != skip ]; then \
+      ONNXRUNTIME_NODE_INSTALL=${ONNXRUNTIME_NODE_INSTALL} node node_modules/onnxruntime-node/script/install.js; fi
 COPY tsconfig.json ./
 COPY build ./build
 COPY src ./src
