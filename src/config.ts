@@ -3,7 +3,7 @@
 import { ConfigError } from "./errors";
 
 export type Dtype = "auto" | "float32" | "float16" | "int8";
-export type PoolingMethod = "auto" | "mean" | "cls" | "max" | "last";
+export type PoolingMethod = "auto" | "mean" | "cls" | "max" | "last" | "splade";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export interface ModelConfig {
@@ -71,7 +71,7 @@ export interface OptionSpec {
 }
 
 export const DTYPES: readonly Dtype[] = ["auto", "float32", "float16", "int8"];
-export const POOLING_METHODS: readonly PoolingMethod[] = ["auto", "mean", "cls", "max", "last"];
+export const POOLING_METHODS: readonly PoolingMethod[] = ["auto", "mean", "cls", "max", "last", "splade"];
 export const DEVICES = ["auto", "cpu", "cuda", "tensorrt", "coreml", "dml", "webgpu"] as const;
 
 export const OPTIONS: readonly OptionSpec[] = [
@@ -92,7 +92,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { name: "device", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DEVICES,
     help: "onnxruntime execution provider; falls back to cpu with a warning when unavailable" },
   { name: "pooling-method", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: POOLING_METHODS,
-    help: "embedding pooling; auto uses what the model's 1_Pooling/config.json says" },
+    help: "embedding pooling; auto uses what the model's 1_Pooling/config.json (or SpladePooling) says; splade serves a masked-LM export (logits) as a SPLADE sparse encoder" },
   { name: "model-warmup", kind: "bool", perModel: true, repeatable: true, default: true,
     help: "run warm-up batches before /health reports ready (--no-model-warmup to skip)" },
   { name: "num-threads", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = number of CPU cores",

@@ -14,6 +14,7 @@ import { ModelSession } from "../model/session";
 import { classifyReader } from "../tasks/classify";
 import { embedReader, projectionReader } from "../tasks/embed";
 import { rerankReader } from "../tasks/rerank";
+import { spladeReader, type SparseVector } from "../tasks/sparse";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
@@ -39,7 +40,7 @@ export const CPU_BATCH_TOKENS = 512;
 export const GPU_BATCH_TOKENS = 16384;
 
 /** Route families a model can serve. */
-export type Capability = "embed" | "rerank" | "classify";
+export type Capability = "embed" | "rerank" | "classify" | "embed_sparse";
 
 interface Base {
   name: string;
@@ -74,10 +75,12 @@ export interface MediaTower {
 export type ServedModel =
   | (Base & { task: "embed"; engine: Engine<Float32Array>; media: MediaTower | null })
   | (Base & { task: "rerank"; engine: Engine<number> })
-  | (Base & { task: "classify"; engine: Engine<Float32Array> });
+  | (Base & { task: "classify"; engine: Engine<Float32Array> })
+  | (Base & { task: "sparse"; engine: Engine<SparseVector> });
 
+/** The routes a task serves: a sparse encoder answers /embeddings (indices + values) and /embed_sparse. */
 export function capabilitiesOf(task: Task): Capability[] {
-  return [task];
+  return task === "sparse" ? ["embed", "embed_sparse"] : [task];
 }
 
 /** What a model embeds, for /models and error messages. */
@@ -86,7 +89,7 @@ export function modalitiesOf(m: ServedModel): Modality[] {
 }
 
 /** The route that serves a task, for error messages. */
-export const ROUTE_OF: Record<Capability, string> = { embed: "/embeddings", rerank: "/rerank", classify: "/classify" };
+export const ROUTE_OF: Record<Capability, string> = { embed: "/embeddings", rerank: "/rerank", classify: "/classify", embed_sparse: "/embed_sparse" };
 
 /**
  * A floor for activation memory per token from the architecture: float32 hidden states, attention projections
@@ -150,9 +153,10 @@ export class Registry {
         "model",
       );
     }
-    if (model.task !== capability) {
+    const served = capabilitiesOf(model.task);
+    if (!served.includes(capability)) {
       throw new CapabilityMismatch(
-        `model "${model.name}" is a ${model.task} model and serves ${ROUTE_OF[model.task]}, not ${ROUTE_OF[capability]}`,
+        `model "${model.name}" is a ${model.task} model and serves ${served.map((c) => ROUTE_OF[c]).join(" and ")}, not ${ROUTE_OF[capability]}`,
         "model",
       );
     }
@@ -283,6 +287,8 @@ export class Registry {
         return { ...measured, task: "rerank", engine: engine(rerankReader) };
       case "classify":
         return { ...measured, task: "classify", engine: engine(classifyReader) };
+      case "sparse":
+        return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!)) };
     }
   }
 

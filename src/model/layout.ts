@@ -5,7 +5,16 @@ import { join } from "node:path";
 import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
 
-export type Task = "embed" | "rerank" | "classify";
+export type Task = "embed" | "rerank" | "classify" | "sparse";
+
+/** SPLADE: weight of vocabulary entry v = pool over real tokens of activation(logit[t, v]) (SpladePooling). */
+export interface SparseLayout {
+  poolingStrategy: "max" | "sum";
+  /** relu: log(1 + relu(x)); log1p_relu: log(1 + log(1 + relu(x))) (OpenSearch models). */
+  activation: "relu" | "log1p_relu";
+  /** Where the settings came from, for the load log. */
+  source: string;
+}
 export type Modality = "text" | "image" | "audio";
 
 /**
@@ -41,6 +50,8 @@ export interface ModelLayout {
   maxLength: number;
   /** Embedders only. */
   pooling: Pooling;
+  /** Sparse (SPLADE) encoders only. */
+  sparse: SparseLayout | null;
   poolingSource: string;
   normalize: boolean;
   /** Whether prompt tokens take part in pooling (sentence-transformers include_prompt). */
@@ -211,6 +222,43 @@ function sane(n: unknown): number | null {
   return Number.isFinite(v) && v > 0 && v < 1_000_000 ? Math.floor(v) : null;
 }
 
+/**
+ * Whether a model is a SPLADE sparse encoder: a sentence-transformers SparseEncoder (a SpladePooling module in
+ * modules.json, its settings in that module's config.json) or a masked-LM export declared sparse with
+ * --pooling-method splade (Qdrant/Splade_PP_en_v1 ships only config.json and model.onnx). A masked-LM
+ * (*ForMaskedLM) model declared neither way is refused: its logits are not an embedding.
+ */
+export function sparseLayout(
+  modules: readonly StModule[],
+  moduleConfig: (path: string) => Record<string, unknown> | null,
+  poolingOverride: PoolingMethod,
+  architecture: string,
+): SparseLayout | null {
+  const splade = modules.find((m) => m.kind === "SpladePooling");
+  if (!splade && modules.some((m) => m.kind === "SparseStaticEmbedding" || m.kind === "Router" || m.kind === "SparseAutoEncoder")) {
+    throw new ModelLoadError("this SparseEncoder uses modules other than an MLM transformer + SpladePooling (inference-free or CSR layouts), which this server does not serve");
+  }
+  if (splade) {
+    const cfg = moduleConfig(splade.path) ?? {};
+    const strategy = String(cfg.pooling_strategy ?? "max");
+    const activation = String(cfg.activation_function ?? "relu");
+    if (strategy !== "max" && strategy !== "sum") throw new ModelLoadError(`SpladePooling pooling_strategy "${strategy}" is not supported (max, sum)`);
+    if (activation !== "relu" && activation !== "log1p_relu") throw new ModelLoadError(`SpladePooling activation_function "${activation}" is not supported (relu, log1p_relu)`);
+    return { poolingStrategy: strategy, activation, source: `${splade.path}/config.json` };
+  }
+  if (poolingOverride === "splade" && architecture.endsWith("ForSequenceClassification")) {
+    throw new ModelLoadError(`--pooling-method splade needs a masked-LM export; ${architecture} is a classifier`);
+  }
+  if (poolingOverride === "splade") return { poolingStrategy: "max", activation: "relu", source: "--pooling-method splade" };
+  if (architecture.endsWith("ForMaskedLM")) {
+    throw new ModelLoadError(
+      `${architecture} is a masked language model and declares no sparse pooling (no SpladePooling module in modules.json); ` +
+        "its logits are not an embedding. If it is a SPLADE model, serve it with --pooling-method splade",
+    );
+  }
+  return null;
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
   const id2label = (config.id2label ?? {}) as Record<string, string>;
@@ -238,7 +286,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     if (v && typeof v === "object" && !Array.isArray(v) && "content" in (v as object)) tokenizerConfig[k] = (v as { content: string }).content;
   }
 
-  const { task, labels } = taskOf(config);
+  const taskInfo = taskOf(config);
+  const { labels } = taskInfo;
   const modality = mediaModalityOf(config);
   let onnxFile: string;
   let chosen: Exclude<Dtype, "auto">;
@@ -269,13 +318,16 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const poolingPath = modules.find((m) => m.kind === "Pooling")?.path ?? "1_Pooling";
   const poolingConfig = readJson(dir, join(poolingPath, "config.json"));
   const normalize = modules.some((m) => m.kind === "Normalize");
+  const sparse = sparseLayout(modules, (p) => readJson(dir, join(p, "config.json")), poolingOverride,
+    Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "");
+  const task: Task = sparse ? "sparse" : taskInfo.task;
   if (modules.some((m) => m.kind === "Dense")) {
     warnings.push("modules.json has a Dense module; it is applied only if the ONNX export includes it (output sentence_embedding)");
   }
 
   let pooling: Pooling;
   let poolingSource: string;
-  if (poolingOverride !== "auto") {
+  if (poolingOverride !== "auto" && poolingOverride !== "splade") {
     pooling = poolingOverride;
     poolingSource = "--pooling-method";
   } else {
@@ -325,7 +377,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     dtype: chosen,
     maxLength,
     pooling,
-    poolingSource,
+    poolingSource: sparse ? sparse.source : poolingSource,
+    sparse,
     normalize,
     includePrompt: poolingConfig?.include_prompt !== false,
     prompts,

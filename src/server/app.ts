@@ -8,6 +8,7 @@ import { router, type ServerContext } from "./context";
 import { errorResponse, toErrorReply } from "./errors";
 import { classifyRoutes } from "./routes/classify";
 import { embeddingsRoutes } from "./routes/embeddings";
+import { embedSparseRoutes } from "./routes/embed-sparse";
 import { healthRoutes } from "./routes/health";
 import { modelsRoutes } from "./routes/models";
 import { rerankRoutes } from "./routes/rerank";
@@ -72,6 +73,7 @@ export function createApp(ctx: ServerContext) {
   const api = (base: string) =>
     authed(base)
       .use(embeddingsRoutes(ctx))
+      .use(embedSparseRoutes(ctx))
       .use(rerankRoutes(ctx))
       .use(classifyRoutes(ctx))
       .use(modelsRoutes(ctx));

@@ -4,6 +4,12 @@ import { t } from "elysia";
 
 const ModelName = t.Optional(t.String({ description: "served model name; optional when one model is served" }));
 
+/** Pruning of sparse vectors (SPLADE): on /embeddings with a sparse model and on /embed_sparse. */
+const SparseOptions = {
+  top_k: t.Optional(t.Integer({ description: "sparse models: keep only the k largest weights", error: "`top_k` must be an integer" })),
+  threshold: t.Optional(t.Number({ description: "sparse models: keep only weights above this value", error: "`threshold` must be a number" })),
+};
+
 export const EmbeddingsRequest = t.Object(
   {
     input: t.Union(
@@ -27,6 +33,7 @@ export const EmbeddingsRequest = t.Object(
     user: t.Optional(t.String()),
     modality: t.Optional(t.String({ description: "text (default), image or audio: what `input` holds; image/audio need a multimodal model (CLIP, SigLIP, CLAP)" })),
     prompt_name: t.Optional(t.String({ description: "prompt from the model's config_sentence_transformers.json, e.g. query" })),
+    ...SparseOptions,
   },
   { additionalProperties: true },
 );
@@ -38,7 +45,11 @@ export const EmbeddingsResponse = t.Object({
   data: t.Array(
     t.Object({
       object: t.Literal("embedding"),
-      embedding: t.Union([t.Array(t.Number()), t.String({ description: "base64 of little-endian float32" })]),
+      embedding: t.Union([
+        t.Array(t.Number()),
+        t.String({ description: "base64 of little-endian float32" }),
+        t.Object({ indices: t.Array(t.Integer()), values: t.Array(t.Number()) }, { description: "sparse models: vocabulary ids (ascending) and their weights" }),
+      ]),
       index: t.Integer(),
     }),
   ),
@@ -47,6 +58,19 @@ export const EmbeddingsResponse = t.Object({
   id: t.String(),
   created: t.Integer(),
 });
+
+export const EmbedSparseRequest = t.Object(
+  {
+    inputs: t.Union([t.String(), t.Array(t.String())], { error: "`inputs` must be a string or an array of strings" }),
+    model: ModelName,
+    truncate: t.Optional(t.Boolean({ description: "accepted for TEI compatibility: inputs are always truncated to the model's limit" })),
+    prompt_name: t.Optional(t.String({ description: "prompt from the model's config_sentence_transformers.json" })),
+    ...SparseOptions,
+  },
+  { additionalProperties: true },
+);
+
+export const EmbedSparseResponse = t.Array(t.Array(t.Object({ index: t.Integer(), value: t.Number() })));
 
 const RerankDocument = t.Union([t.String(), t.Object({ text: t.String() }, { additionalProperties: true })], {
   error: "each document must be a string or an object with a `text` string",

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chooseOnnxFile, chooseTowerFiles, externalDataFiles, mediaModalityOf, onnxFilesFor, poolingFromConfig, positionLimit, readLayout, readModules, taskOf } from "../../src/model/layout";
+import { chooseOnnxFile, chooseTowerFiles, externalDataFiles, mediaModalityOf, onnxFilesFor, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
 import { ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";
 import { listFolder } from "../../src/model/resolve";
@@ -54,6 +54,23 @@ describe("sentence-transformers files of every generation", () => {
     expect(taskOf({ architectures: ["BertForSequenceClassification"], id2label: { 0: "LABEL_0" } }).task).toBe("rerank");
     expect(taskOf({ architectures: ["XLMRobertaForSequenceClassification"], id2label: { 0: "a", 1: "b", 2: "c" } })).toEqual({ task: "classify", labels: ["a", "b", "c"] });
     expect(taskOf({ architectures: ["BertForSequenceClassification"], num_labels: 2 })).toEqual({ task: "classify", labels: ["LABEL_0", "LABEL_1"] });
+  });
+});
+
+describe("sparse (SPLADE) detection", () => {
+  const st6 = readModules([{ path: "", type: "sentence_transformers.base.modules.transformer.Transformer" }, { path: "1_SpladePooling", type: "sentence_transformers.sparse_encoder.modules.splade_pooling.SpladePooling" }]);
+  test("a SparseEncoder's SpladePooling config decides pooling and activation", () => {
+    expect(sparseLayout(st6, () => ({ pooling_strategy: "sum", activation_function: "log1p_relu" }), "auto", "BertForMaskedLM")).toEqual({ poolingStrategy: "sum", activation: "log1p_relu", source: "1_SpladePooling/config.json" });
+    expect(sparseLayout(st6, () => null, "auto", "BertForMaskedLM")?.poolingStrategy).toBe("max");
+    expect(() => sparseLayout(st6, () => ({ pooling_strategy: "mean" }), "auto", "BertForMaskedLM")).toThrow(/pooling_strategy "mean"/);
+  });
+
+  test("a masked LM is refused unless declared sparse; --pooling-method splade declares it", () => {
+    expect(() => sparseLayout([], () => null, "auto", "BertForMaskedLM")).toThrow(/masked language model.*--pooling-method splade/);
+    expect(sparseLayout([], () => null, "splade", "BertForMaskedLM")?.source).toBe("--pooling-method splade");
+    expect(() => sparseLayout([], () => null, "splade", "BertForSequenceClassification")).toThrow(/classifier/);
+    expect(sparseLayout([], () => null, "auto", "BertModel")).toBeNull();
+    expect(() => sparseLayout(readModules([{ path: "0_SparseStaticEmbedding", type: "sentence_transformers.sparse_encoder.modules.SparseStaticEmbedding" }]), () => null, "auto", "")).toThrow(/inference-free/);
   });
 });
 

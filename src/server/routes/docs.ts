@@ -3,7 +3,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { router, type ServerContext } from "../context";
 import {
-  ClassifyRequest, ClassifyResponse, EmbeddingsRequest, EmbeddingsResponse, ErrorResponse, ModelsResponse, RerankRequest, RerankResponse,
+  ClassifyRequest, ClassifyResponse, EmbeddingsRequest, EmbeddingsResponse, EmbedSparseRequest, EmbedSparseResponse, ErrorResponse, ModelsResponse, RerankRequest, RerankResponse,
 } from "../schemas";
 
 /** TypeBox schemas are JSON Schema; strip TypeBox's symbol keys and the custom error texts. */
@@ -30,6 +30,7 @@ export function openApiDocument(ctx: ServerContext): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
   for (const base of [p, `${p}/v1`].filter((b, i, all) => all.indexOf(b) === i && !(i === 1 && p.endsWith("/v1")))) {
     paths[`${base}/embeddings`] = post("Create embeddings (OpenAI-compatible)", EmbeddingsRequest, EmbeddingsResponse);
+    paths[`${base}/embed_sparse`] = post("Sparse embeddings (TEI-compatible)", EmbedSparseRequest, EmbedSparseResponse);
     paths[`${base}/rerank`] = post("Rerank documents against a query (Cohere-compatible)", RerankRequest, RerankResponse);
     paths[`${base}/classify`] = post("Classify texts", ClassifyRequest, ClassifyResponse);
     paths[`${base}/models`] = {

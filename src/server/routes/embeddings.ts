@@ -4,15 +4,18 @@ import { InvalidInput, InvalidMedia } from "../../errors";
 import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, toBase64 } from "../../tasks/embed";
+import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
 import type { Encoded } from "../../tokenize/encode";
 import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
 import { EmbeddingsRequest } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 
 type EmbedModel = Extract<ServedModel, { task: "embed" }>;
+/** Models that embed text: dense embedders and sparse encoders. */
+type TextEmbedModel = Extract<ServedModel, { task: "embed" | "sparse" }>;
 
 /** Token-id inputs are the model's own vocabulary ids, fed as given (truncated to the model's limit). */
-function tokenInputs(input: number[] | number[][], model: EmbedModel, ctx: ServerContext): Encoded[] {
+function tokenInputs(input: number[] | number[][], model: TextEmbedModel, ctx: ServerContext): Encoded[] {
   const seqs = typeof input[0] === "number" ? [input as number[]] : (input as number[][]);
   checkCount(seqs.length, "input", ctx.config);
   const vocab = model.encoder.vocabSize;
@@ -25,7 +28,7 @@ function tokenInputs(input: number[] | number[][], model: EmbedModel, ctx: Serve
   });
 }
 
-function promptFor(model: EmbedModel, promptName: string | undefined): string {
+function promptFor(model: TextEmbedModel, promptName: string | undefined): string {
   const name = promptName ?? model.layout.defaultPromptName ?? undefined;
   if (name === undefined) return "";
   const prompt = model.layout.prompts[name];
@@ -43,12 +46,12 @@ const MODALITIES = ["text", "image", "audio"] as const;
 type Modality = (typeof MODALITIES)[number];
 
 /** The tower that embeds a modality, or a 400 that names what the model serves. */
-function towerFor(model: EmbedModel, modality: string): MediaTower | null {
+function towerFor(model: TextEmbedModel, modality: string): MediaTower | null {
   if (!(MODALITIES as readonly string[]).includes(modality)) {
     throw new InvalidInput(`modality must be one of ${MODALITIES.join(", ")}, got "${modality}"`, "modality");
   }
   if (modality === "text") return null;
-  if (model.media?.modality === modality) return model.media;
+  if (model.task === "embed" && model.media?.modality === modality) return model.media;
   const served = model.layout.modalities.length === 1 ? "text only" : model.layout.modalities.join(" and ");
   throw new InvalidInput(`model "${model.name}" serves ${served}; modality "${modality}" is not supported by it`, "modality");
 }
@@ -74,13 +77,45 @@ async function mediaFiles(input: unknown, modality: Exclude<Modality, "text">, c
   );
 }
 
+/** Text or token-id inputs of an embedding request, tokenized with the model's prompt. */
+export async function encodeInputs(model: TextEmbedModel, input: unknown, promptName: string | undefined, field: string, ctx: ServerContext): Promise<Encoded[]> {
+  if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
+    if (promptName !== undefined) throw new InvalidInput("prompt_name cannot be used with token-id input", "prompt_name");
+    return tokenInputs(input as number[] | number[][], model, ctx);
+  }
+  const texts = checkTexts(input as string | string[], field, ctx.config);
+  const prompt = promptFor(model, promptName);
+  return model.encode(prompt ? texts.map((t) => prompt + t) : texts);
+}
+
+/** Sparse vectors of a request's inputs, pruned as asked. */
+export async function sparseEmbeddings(model: Extract<ServedModel, { task: "sparse" }>, encoded: Encoded[], pruning: SparsePruning, signal: AbortSignal) {
+  checkPruning(pruning);
+  const out = await model.engine.submit(encoded, signal);
+  return { ...out, results: out.results.map((v) => pruneSparse(v, pruning)) };
+}
+
 export function embeddingsRoutes(ctx: ServerContext) {
   return router().post(
     "/embeddings",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = ctx.registry.lookup(body.model, "embed") as EmbedModel;
+      const model = ctx.registry.lookup(body.model, "embed") as TextEmbedModel;
       const tower = towerFor(model, body.modality ?? "text");
+      if (model.task === "sparse") {
+        if (body.dimensions !== undefined) throw new InvalidInput("dimensions does not apply to a sparse model", "dimensions");
+        const encoded = await encodeInputs(model, body.input, body.prompt_name, "input", ctx);
+        const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
+        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+        return {
+          object: "list" as const,
+          // Sparse vectors are always JSON (encoding_format does not apply): indices ascending.
+          data: results.map((v, index) => ({ object: "embedding" as const, embedding: { indices: Array.from(v.indices), values: Array.from(v.values) }, index })),
+          model: model.name,
+          usage: usageOf(encoded),
+          ...responseMeta("embd"),
+        };
+      }
       const hidden = model.layout.hiddenSize;
       if (body.dimensions !== undefined && (body.dimensions < 1 || (hidden !== null && body.dimensions > hidden))) {
         throw new InvalidInput(`dimensions must be between 1 and ${hidden ?? "the model's dimension"}, got ${body.dimensions}`, "dimensions");
@@ -109,15 +144,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
         // Media usage counts inputs: there are no tokens to bill.
         return reply(results, { prompt_tokens: files.length, total_tokens: files.length }, queueMs, inferenceMs);
       }
-      let encoded: Encoded[];
-      if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
-        if (body.prompt_name !== undefined) throw new InvalidInput("prompt_name cannot be used with token-id input", "prompt_name");
-        encoded = tokenInputs(input as number[] | number[][], model, ctx);
-      } else {
-        const texts = checkTexts(input as string | string[], "input", ctx.config);
-        const prompt = promptFor(model, body.prompt_name);
-        encoded = await model.encode(prompt ? texts.map((t) => prompt + t) : texts);
-      }
+      const encoded = await encodeInputs(model, input, body.prompt_name, "input", ctx);
       const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
       return reply(results, usageOf(encoded), queueMs, inferenceMs);
     },

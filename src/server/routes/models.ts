@@ -23,7 +23,7 @@ export function modelsRoutes(ctx: ServerContext) {
         dtype: m.layout.dtype,
         max_length: m.layout.maxLength,
         dimensions: m.task === "embed" ? m.layout.hiddenSize : null,
-        pooling: m.task === "embed" ? m.layout.pooling : null,
+        pooling: m.task === "embed" ? m.layout.pooling : m.task === "sparse" ? `splade (${m.layout.sparse!.poolingStrategy}, ${m.layout.sparse!.activation})` : null,
         labels: m.layout.labels,
         batch_size: m.engine.batchLimits.maxBatchSize,
         max_batch_tokens: m.engine.batchLimits.maxBatchTokens,

@@ -1,0 +1,115 @@
+// Sparse (SPLADE) embeddings: one weight per vocabulary entry, pooled over the real tokens of MLM logits
+// (sentence-transformers SpladePooling), kept as the non-zero (index, weight) pairs in ascending index order.
+import type { SparseLayout } from "../model/layout";
+import type { OutputTensor } from "../model/session";
+import { InvalidInput } from "../errors";
+import type { TaskReader } from "./task";
+
+export interface SparseVector {
+  /** Vocabulary ids, ascending. */
+  indices: Int32Array;
+  values: Float32Array;
+}
+
+/** The output a SPLADE export names its MLM logits by (optimum fill-mask, Qdrant, sentence-transformers). */
+export const SPARSE_OUTPUTS = ["logits", "token_embeddings", "output"] as const;
+
+export function spladeReader(cfg: SparseLayout): TaskReader<SparseVector> {
+  return {
+    outputName(names) {
+      const found = SPARSE_OUTPUTS.find((n) => names.includes(n));
+      if (!found) throw new Error(`a SPLADE model needs an MLM logits output (${SPARSE_OUTPUTS.join(", ")}); the ONNX model has ${names.join(", ")}`);
+      return found;
+    },
+    read(out: OutputTensor, lengths) {
+      if (out.dims.length !== 3) throw new Error(`SPLADE expects logits [batch, tokens, vocab], got [${out.dims.join(", ")}]`);
+      const rows: SparseVector[] = new Array(lengths.length);
+      for (let b = 0; b < lengths.length; b++) rows[b] = spladeRow(out.data, out.dims, b, lengths[b]!, cfg);
+      return rows;
+    },
+  };
+}
+
+/** Pools row b's first `length` tokens: max or sum of log(1 + relu(logit)) per vocabulary entry. */
+export function spladeRow(logits: Float32Array, dims: readonly number[], b: number, length: number, cfg: SparseLayout): SparseVector {
+  const seq = dims[1]!;
+  const vocab = dims[2]!;
+  const weights = new Float32Array(vocab);
+  const twice = cfg.activation === "log1p_relu";
+  const sum = cfg.poolingStrategy === "sum";
+  for (let t = 0; t < length; t++) {
+    const o = (b * seq + t) * vocab;
+    for (let v = 0; v < vocab; v++) {
+      const x = logits[o + v]!;
+      if (x <= 0) continue;
+      let w = Math.log1p(x);
+      if (twice) w = Math.log1p(w);
+      if (sum) weights[v]! += w;
+      else if (w > weights[v]!) weights[v] = w;
+    }
+  }
+  return nonZeros(weights);
+}
+
+/** The non-zero entries of a dense weight vector, ascending. */
+export function nonZeros(weights: Float32Array): SparseVector {
+  let n = 0;
+  for (let v = 0; v < weights.length; v++) if (weights[v] !== 0) n++;
+  const indices = new Int32Array(n);
+  const values = new Float32Array(n);
+  let k = 0;
+  for (let v = 0; v < weights.length; v++) {
+    if (weights[v] !== 0) {
+      indices[k] = v;
+      values[k++] = weights[v]!;
+    }
+  }
+  return { indices, values };
+}
+
+export interface SparsePruning {
+  /** Keep only the k largest weights. */
+  topK?: number;
+  /** Keep only weights above this value. */
+  threshold?: number;
+}
+
+/** Checks the pruning options of a request. */
+export function checkPruning(p: SparsePruning): void {
+  if (p.topK !== undefined && (!Number.isInteger(p.topK) || p.topK < 1)) throw new InvalidInput(`\`top_k\` must be a positive integer, got ${p.topK}`, "top_k");
+  if (p.threshold !== undefined && !(Number.isFinite(p.threshold) && p.threshold >= 0)) {
+    throw new InvalidInput(`\`threshold\` must be a non-negative number, got ${p.threshold}`, "threshold");
+  }
+}
+
+/** Drops weights at or under the threshold, then keeps the top k by weight (ties: lower index); stays ascending. */
+export function pruneSparse(v: SparseVector, p: SparsePruning): SparseVector {
+  let keep: number[] | null = null;
+  if (p.threshold !== undefined && p.threshold > 0) {
+    keep = [];
+    for (let i = 0; i < v.values.length; i++) if (v.values[i]! > p.threshold) keep.push(i);
+  }
+  const count = keep ? keep.length : v.values.length;
+  if (p.topK !== undefined && p.topK < count) {
+    const order = keep ?? Array.from({ length: count }, (_, i) => i);
+    order.sort((a, b) => v.values[b]! - v.values[a]! || a - b);
+    keep = order.slice(0, p.topK).sort((a, b) => a - b);
+  }
+  if (!keep) return v;
+  return { indices: Int32Array.from(keep, (i) => v.indices[i]!), values: Float32Array.from(keep, (i) => v.values[i]!) };
+}
+
+/** Dot product of two sparse vectors (both ascending). */
+export function sparseDot(a: SparseVector, b: SparseVector): number {
+  let i = 0;
+  let j = 0;
+  let s = 0;
+  while (i < a.indices.length && j < b.indices.length) {
+    const x = a.indices[i]!;
+    const y = b.indices[j]!;
+    if (x === y) s += a.values[i++]! * b.values[j++]!;
+    else if (x < y) i++;
+    else j++;
+  }
+  return s;
+}
