@@ -38,8 +38,10 @@ interface Prepared<R, I, T> {
   padded: number;
 }
 
-/** Pads a batch into flat tensors. */
-export function buildTensors(encs: readonly Encoded[], padId: number): BatchTensors {
+export type PaddingSide = "left" | "right";
+
+/** Pads a batch into flat tensors; decoder models (tokenizer_config padding_side "left") pad on the left. */
+export function buildTensors(encs: readonly Encoded[], padId: number, side: PaddingSide = "right"): BatchTensors {
   const batch = encs.length;
   let seqLen = 1;
   for (const e of encs) if (e.ids.length > seqLen) seqLen = e.ids.length;
@@ -50,7 +52,7 @@ export function buildTensors(encs: readonly Encoded[], padId: number): BatchTens
   if (padId !== 0) inputIds.fill(padId);
   for (let b = 0; b < batch; b++) {
     const e = encs[b]!;
-    const o = b * seqLen;
+    const o = b * seqLen + (side === "left" ? seqLen - e.ids.length : 0);
     inputIds.set(e.ids, o);
     attentionMask.fill(1, o, o + e.ids.length);
     if (tokenTypeIds && e.typeIds) tokenTypeIds.set(e.typeIds, o);
@@ -58,15 +60,31 @@ export function buildTensors(encs: readonly Encoded[], padId: number): BatchTens
   return { batch, seqLen, inputIds, attentionMask, tokenTypeIds };
 }
 
-/** Text batches: token ids padded with the model's pad id. */
-export function tokenBatches(padId: number): BatchInput<Encoded, BatchTensors> {
+/** Text batches: token ids padded with the model's pad id, on the model's padding side. */
+export function tokenBatches(padId: number, side: PaddingSide = "right"): BatchInput<Encoded, BatchTensors> {
   return {
     lengthOf: (e) => e.ids.length,
     assemble(encs) {
-      const tensors = buildTensors(encs, padId);
+      const tensors = buildTensors(encs, padId, side);
       return { tensors, padded: tensors.batch * tensors.seqLen };
     },
   };
+}
+
+/** Each row's real tokens, found from the attention mask: where they start and how many (either padding side). */
+export function rowExtents(t: BatchTensors): { lengths: Int32Array; starts: Int32Array } {
+  const lengths = new Int32Array(t.batch);
+  const starts = new Int32Array(t.batch);
+  for (let b = 0; b < t.batch; b++) {
+    const o = b * t.seqLen;
+    let s = 0;
+    while (s < t.seqLen && t.attentionMask[o + s] !== 1) s++;
+    let n = 0;
+    while (s + n < t.seqLen && t.attentionMask[o + s + n] === 1) n++;
+    starts[b] = s;
+    lengths[b] = n;
+  }
+  return { lengths, starts };
 }
 
 export function sessionRunner<R>(session: ModelSession, reader: TaskReader<R>): Runner<R> {
@@ -74,14 +92,8 @@ export function sessionRunner<R>(session: ModelSession, reader: TaskReader<R>): 
   return {
     async run(t) {
       const out = await session.run(t, output);
-      const lengths = new Int32Array(t.batch);
-      for (let b = 0; b < t.batch; b++) {
-        let n = 0;
-        const o = b * t.seqLen;
-        while (n < t.seqLen && t.attentionMask[o + n] === 1) n++;
-        lengths[b] = n;
-      }
-      return reader.read(out, lengths);
+      const { lengths, starts } = rowExtents(t);
+      return reader.read(out, lengths, starts);
     },
   };
 }

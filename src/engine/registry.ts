@@ -18,7 +18,7 @@ import { spladeReader, type SparseVector } from "../tasks/sparse";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
-import { Engine, sessionRunner, type Runner } from "./engine";
+import { Engine, sessionRunner, tokenBatches, type Runner } from "./engine";
 import { featureBatches, type FeatureBatch } from "./inputs";
 import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "./towers";
 
@@ -243,7 +243,8 @@ export class Registry {
       encoder,
       session,
     };
-    const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, sessionRunner(session, reader), padId, limits, this.metrics);
+    const batches = tokenBatches(padId, layout.paddingSide);
+    const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, sessionRunner(session, reader), batches, limits, this.metrics);
     if (layout.media) {
       if (layout.task !== "embed") throw new ModelLoadError(`${layout.architecture} with ${layout.media.modality} inputs can only serve embeddings`);
       const media = layout.media;

@@ -48,6 +48,8 @@ export interface ModelLayout {
   dtype: Exclude<Dtype, "auto">;
   /** Longest sequence fed to the model, special tokens included. */
   maxLength: number;
+  /** Which side batches are padded on: tokenizer_config.json's padding_side (decoder models: left). */
+  paddingSide: "left" | "right";
   /** Embedders only. */
   pooling: Pooling;
   /** Sparse (SPLADE) encoders only. */
@@ -259,6 +261,18 @@ export function sparseLayout(
   return null;
 }
 
+/**
+ * The padding side the tokenizer declares: tokenizer_config.json's `padding_side`, else tokenizer.json's padding
+ * direction, else right. Decoder embedders (Qwen3-Embedding) declare left: their last real token is then always the
+ * last position.
+ */
+export function paddingSideOf(tokenizerConfig: Record<string, unknown>, tokenizerJson: unknown): "left" | "right" {
+  const side = tokenizerConfig.padding_side;
+  if (side === "left" || side === "right") return side;
+  const direction = (tokenizerJson as { padding?: { direction?: string } } | null)?.padding?.direction;
+  return direction === "Left" ? "left" : "right";
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
   const id2label = (config.id2label ?? {}) as Record<string, string>;
@@ -369,6 +383,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   return {
     dir,
     task,
+    paddingSide: paddingSideOf(tokenizerConfig, tokenizerJson),
     modelType: String(config.model_type ?? "unknown"),
     architecture: Array.isArray(config.architectures) ? String(config.architectures[0]) : "unknown",
     onnxFile,

@@ -21,6 +21,13 @@ export interface BatchTensors {
   tokenTypeIds: Int32Array | null;
 }
 
+/** What the model declares about one input: its element type and its shape (symbolic axes are strings). */
+export interface InputSpec {
+  name: string;
+  type: string;
+  shape: readonly (number | string)[];
+}
+
 export interface OutputTensor {
   name: string;
   data: Float32Array;
@@ -88,6 +95,8 @@ export class ModelSession {
     readonly inputNames: readonly string[],
     readonly outputNames: readonly string[],
     private readonly int64Inputs: ReadonlySet<string>,
+    /** Declared type and shape of every input (past_key_values tensors are built from them). */
+    readonly inputSpecs: readonly InputSpec[] = [],
   ) {}
 
   static async create(path: string, settings: SessionSettings): Promise<ModelSession> {
@@ -100,10 +109,13 @@ export class ModelSession {
           log.warn(`execution provider ${order[0]} unavailable; fell back to ${provider}`, { model: path, reason: String((lastError as Error)?.message ?? lastError) });
         }
         const int64 = new Set<string>();
+        const specs: InputSpec[] = [];
         session.inputNames.forEach((name, i) => {
-          if (isInt64(session.inputMetadata?.[i])) int64.add(name);
+          const meta = session.inputMetadata?.[i];
+          if (isInt64(meta)) int64.add(name);
+          specs.push(meta?.isTensor ? { name, type: meta.type, shape: meta.shape.slice() } : { name, type: "int64", shape: [] });
         });
-        return new ModelSession(session, provider, session.inputNames, session.outputNames, int64);
+        return new ModelSession(session, provider, session.inputNames, session.outputNames, int64, specs);
       } catch (e) {
         lastError = e;
       }
@@ -130,7 +142,7 @@ export class ModelSession {
 
   /** Runs one padded batch and returns the requested output as float32. */
   run(t: BatchTensors, outputName: string): Promise<OutputTensor> {
-    return this.runFeeds(textFeeds(t, this.inputNames), outputName);
+    return this.runFeeds(textFeeds(t, this.inputNames, this.inputSpecs), outputName);
   }
 
   /**
@@ -142,7 +154,10 @@ export class ModelSession {
     for (const name of this.inputNames) {
       const f = feeds[name];
       if (!f) throw new ModelLoadError(`the ONNX model declares an input "${name}" this server cannot feed`);
-      tensors[name] = f.data instanceof Float32Array ? new ort.Tensor("float32", f.data, f.dims) : this.tensor(name, f.data, f.dims);
+      tensors[name] =
+        f.data instanceof Float32Array ? new ort.Tensor("float32", f.data, f.dims)
+        : f.data instanceof Uint16Array ? new ort.Tensor("float16", f.data, f.dims)
+        : this.tensor(name, f.data, f.dims);
     }
     const out = await this.session.run(tensors, [outputName]);
     const tensor = out[outputName]!;
@@ -156,14 +171,51 @@ export class ModelSession {
   }
 }
 
-/** One named input as the caller builds it; int32 data is widened where the model declares int64. */
-export type Feed = { data: Float32Array | Int32Array; dims: number[] };
+/**
+ * One named input as the caller builds it; int32 data is widened where the model declares int64, Uint16Array
+ * holds float16 halves.
+ */
+export type Feed = { data: Float32Array | Int32Array | Uint16Array; dims: number[] };
+
+const PAST_INPUT = /^past_key_values\.\d+\.(key|value)$/;
 
 /**
- * The token inputs among `names` (what the session declares), from one padded batch. Inputs it does not know
- * are left out, for the caller to add (a combined multimodal export) or for runFeeds to report.
+ * An empty cache input of a decoder export (past_key_values.{i}.key/value [batch, kv_heads, 0, head_dim]): the
+ * batch axis gets the batch size, every other symbolic axis (the past length) 0, fixed axes stay as declared.
  */
-export function textFeeds(t: BatchTensors, names: readonly string[]): Record<string, Feed> {
+export function emptyPastFeed(spec: InputSpec, batch: number): Feed {
+  const dims = spec.shape.map((d, i) => (typeof d === "number" && d >= 0 ? d : i === 0 ? batch : 0));
+  if (dims[0] !== batch) dims[0] = batch;
+  if (!dims.includes(0)) throw new ModelLoadError(`input ${spec.name} has no past-length axis to leave empty (shape ${JSON.stringify(spec.shape)})`);
+  if (spec.type === "float16") return { data: new Uint16Array(0), dims };
+  if (spec.type === "float32") return { data: new Float32Array(0), dims };
+  throw new ModelLoadError(`input ${spec.name} has type ${spec.type}; only float32 and float16 caches can be fed`);
+}
+
+/**
+ * Position ids from the attention mask, as transformers makes them for padded batches: the running count of real
+ * tokens minus one, so left-padded rows start at 0 at their first real token; padded positions get 1.
+ */
+export function positionIds(t: BatchTensors): Int32Array {
+  const pos = new Int32Array(t.inputIds.length);
+  for (let b = 0; b < t.batch; b++) {
+    let n = 0;
+    for (let s = 0; s < t.seqLen; s++) {
+      const i = b * t.seqLen + s;
+      if (t.attentionMask[i] === 1) pos[i] = n++;
+      else pos[i] = 1;
+    }
+  }
+  return pos;
+}
+
+/**
+ * The token inputs among `names` (what the session declares), from one padded batch, and the inputs of decoder
+ * exports: empty past_key_values built from their declared `specs`, `num_logits_to_keep` (1: the last position,
+ * all a pooled or scored decoder reads). Inputs it does not know are left out, for the caller to add (a combined
+ * multimodal export) or for runFeeds to report.
+ */
+export function textFeeds(t: BatchTensors, names: readonly string[], specs: readonly InputSpec[] = []): Record<string, Feed> {
   const dims = [t.batch, t.seqLen];
   const feeds: Record<string, Feed> = {};
   for (const name of names) {
@@ -177,11 +229,16 @@ export function textFeeds(t: BatchTensors, names: readonly string[]): Record<str
       case "token_type_ids":
         feeds[name] = { data: t.tokenTypeIds ?? new Int32Array(t.inputIds.length), dims };
         break;
-      case "position_ids": {
-        const pos = new Int32Array(t.inputIds.length);
-        for (let b = 0; b < t.batch; b++) for (let s = 0; s < t.seqLen; s++) pos[b * t.seqLen + s] = s;
-        feeds[name] = { data: pos, dims };
+      case "position_ids":
+        feeds[name] = { data: positionIds(t), dims };
         break;
+      case "num_logits_to_keep":
+      case "logits_to_keep":
+        feeds[name] = { data: Int32Array.of(1), dims: [] };
+        break;
+      default: {
+        const spec = PAST_INPUT.test(name) ? specs.find((s) => s.name === name) : undefined;
+        if (spec) feeds[name] = emptyPastFeed(spec, t.batch);
       }
     }
   }

@@ -5,13 +5,15 @@ import { InvalidInput } from "../errors";
 import { pickOutput, type TaskReader } from "./task";
 
 /**
- * Pools row b of a [batch, seq, hidden] tensor over its first `length` tokens (right padding), with
- * sentence-transformers semantics. `skip` leading tokens are left out (prompts when include_prompt is false).
+ * Pools row b of a [batch, seq, hidden] tensor over its `length` real tokens starting at `start` (0 with right
+ * padding, the pad count with left padding), with sentence-transformers semantics: "last" is the last real token
+ * (found from the mask, never from a token id). `skip` leading tokens are left out (prompts when include_prompt
+ * is false).
  */
-export function pool(hidden: Float32Array, dims: readonly number[], b: number, length: number, method: Pooling, skip = 0): Float32Array {
+export function pool(hidden: Float32Array, dims: readonly number[], b: number, length: number, method: Pooling, skip = 0, start = 0): Float32Array {
   const seq = dims[1]!;
   const h = dims[2]!;
-  const base = b * seq * h;
+  const base = (b * seq + start) * h;
   const out = new Float32Array(h);
   const from = Math.min(skip, Math.max(0, length - 1));
   switch (method) {
@@ -59,7 +61,7 @@ export function l2normalize(v: Float32Array): Float32Array {
 export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0): TaskReader<Float32Array> {
   return {
     outputName: (names) => pickOutput(names, ["last_hidden_state", "token_embeddings", "sentence_embedding", "text_embeds"]),
-    read(out: OutputTensor, lengths) {
+    read(out: OutputTensor, lengths, starts) {
       const rows: Float32Array[] = new Array(lengths.length);
       if (out.dims.length === 2) {
         // Already pooled by the export (sentence_embedding).
@@ -68,7 +70,7 @@ export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0
         return rows;
       }
       const skip = skipTokens();
-      for (let b = 0; b < lengths.length; b++) rows[b] = pool(out.data, out.dims, b, lengths[b]!, pooling, skip);
+      for (let b = 0; b < lengths.length; b++) rows[b] = pool(out.data, out.dims, b, lengths[b]!, pooling, skip, starts?.[b] ?? 0);
       return rows;
     },
   };

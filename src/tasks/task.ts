@@ -5,8 +5,11 @@ import type { OutputTensor } from "../model/session";
 export interface TaskReader<R> {
   /** Picks the session output this task reads. */
   outputName(outputNames: readonly string[]): string;
-  /** One result per batch row; lengths are the real (unpadded) token counts of the rows. */
-  read(out: OutputTensor, lengths: ArrayLike<number>): R[];
+  /**
+   * One result per batch row; lengths are the real (unpadded) token counts of the rows, starts the position of
+   * each row's first real token (0 unless the model pads on the left).
+   */
+  read(out: OutputTensor, lengths: ArrayLike<number>, starts?: ArrayLike<number>): R[];
 }
 
 /** Rows of a [batch, n] logits output. */

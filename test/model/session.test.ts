@@ -1,7 +1,7 @@
 // ModelSession: the options every session is created with, and a session built from them.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ModelSession, sessionOptions } from "../../src/model/session";
+import { emptyPastFeed, ModelSession, positionIds, sessionOptions, textFeeds } from "../../src/model/session";
 import { fixture } from "../helpers";
 
 describe("sessionOptions", () => {
@@ -28,6 +28,40 @@ describe("sessionOptions", () => {
       expect(a.dims[1]).toBe(len);
       expect(a.data.every(Number.isFinite)).toBe(true);
       expect(Array.from(b.data)).toEqual(Array.from(a.data));
+    } finally {
+      await s.release();
+    }
+  });
+});
+
+describe("feeds of decoder exports", () => {
+  const t = { batch: 2, seqLen: 4, inputIds: new Int32Array(8), attentionMask: Int32Array.from([0, 0, 1, 1, 1, 1, 1, 1]), tokenTypeIds: null };
+
+  test("position ids count real tokens (left padding starts at 0 at the first real token; pads get 1)", () => {
+    expect(Array.from(positionIds(t))).toEqual([1, 1, 0, 1, 0, 1, 2, 3]);
+  });
+
+  test("empty past_key_values from the declared shape; num_logits_to_keep is a scalar 1", () => {
+    const specs = [
+      { name: "past_key_values.0.key", type: "float32", shape: ["batch_size", 2, "past_sequence_length", 8] },
+      { name: "past_key_values.0.value", type: "float16", shape: ["batch_size", 2, "past_sequence_length", 8] },
+    ];
+    const feeds = textFeeds(t, ["input_ids", "attention_mask", "position_ids", "past_key_values.0.key", "past_key_values.0.value", "num_logits_to_keep"], specs);
+    expect(feeds["past_key_values.0.key"]!.dims).toEqual([2, 2, 0, 8]);
+    expect(feeds["past_key_values.0.key"]!.data).toBeInstanceOf(Float32Array);
+    expect(feeds["past_key_values.0.value"]!.data).toBeInstanceOf(Uint16Array);
+    expect(feeds["num_logits_to_keep"]!.dims).toEqual([]);
+    expect(Array.from(feeds["num_logits_to_keep"]!.data)).toEqual([1]);
+    expect(() => emptyPastFeed({ name: "past_key_values.0.key", type: "int8", shape: ["b", 2, "p", 8] }, 1)).toThrow(/float32/);
+  });
+
+  test("the onnx-community Qwen3 signature runs with them (fixture qwen3-embed)", async () => {
+    const s = await ModelSession.create(join(fixture("qwen3-embed"), "onnx", "model.onnx"), { device: "cpu", numThreads: 1 });
+    try {
+      expect(s.inputNames.filter((n) => n.startsWith("past_key_values.")).length).toBe(4);
+      const out = await s.run({ ...t, inputIds: Int32Array.from([1400, 1400, 5, 6, 7, 8, 9, 10]) }, "last_hidden_state");
+      expect(out.dims).toEqual([2, 4, 32]);
+      expect(out.data.every(Number.isFinite)).toBe(true);
     } finally {
       await s.release();
     }

@@ -22,6 +22,14 @@ describe("pooling (sentence-transformers semantics over real tokens only)", () =
     expect(w[1]).toBeCloseTo(-2, 6);
   });
 
+  test("left-padded rows pool from their first real token; last is the last real token", () => {
+    // seq 3: one pad (100, 100) then two real tokens
+    const left = new Float32Array([100, 100, 1, 2, 3, -4]);
+    expect(Array.from(pool(left, dims, 0, 2, "last", 0, 1))).toEqual([3, -4]);
+    expect(Array.from(pool(left, dims, 0, 2, "mean", 0, 1))).toEqual([2, -1]);
+    expect(Array.from(pool(left, dims, 0, 2, "cls", 0, 1))).toEqual([1, 2]);
+  });
+
   test("second row of a batch", () => {
     const h = new Float32Array([0, 0, 0, 0, 5, 6, 7, 8]);
     expect(Array.from(pool(h, [2, 2, 2], 1, 2, "mean"))).toEqual([6, 7]);

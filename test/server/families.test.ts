@@ -1,0 +1,79 @@
+// Model families beyond BERT-style encoders, through the HTTP API, against references computed with
+// sentence-transformers / transformers (test/fixtures/generate/families.py): every case alone, all cases in one
+// request and as concurrent requests of mixed lengths (so batches pad, on the model's padding side).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { RunningServer } from "../../src/server/serve";
+import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+
+const QWEN = ["qwen3-embed", "qwen3-embed-qdrant"] as const;
+let server: RunningServer;
+let url: string;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    "model-id": [...QWEN.map(fixture)],
+    "batch-size": "8",
+    "max-inputs-per-request": "64",
+  });
+  url = server.url;
+});
+afterAll(async () => {
+  await server.shutdown();
+});
+
+const embed = (body: Record<string, unknown>) => postJson(`${url}/embeddings`, { encoding_format: "float", ...body });
+
+type EmbedCase = { text: string; input_ids: number[]; embedding: number[]; prompt_name?: string };
+
+/** Every case alone, then all in one request, then concurrent requests of rotating subsets. */
+async function checkParity(model: string, cases: EmbedCase[], extra: (c: EmbedCase) => Record<string, unknown> = () => ({})) {
+  for (const c of cases) {
+    const { status, json } = await embed({ model, input: c.text, ...extra(c) });
+    expect(status).toBe(200);
+    expect(maxAbsDiff(json.data[0].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4);
+    expect(json.usage.prompt_tokens).toBe(c.input_ids.length);
+  }
+  const requests = Array.from({ length: 16 }, (_, r) => {
+    const order = cases.map((_, i) => (i + r) % cases.length).slice(0, 1 + (r % 6));
+    const groups = new Map<string, number[]>();
+    for (const i of order) {
+      const key = JSON.stringify(extra(cases[i]!));
+      groups.set(key, [...(groups.get(key) ?? []), i]);
+    }
+    return [...groups].map(([key, idx]) =>
+      embed({ model, input: idx.map((i) => cases[i]!.text), ...JSON.parse(key) }).then((res) => ({ res, idx })),
+    );
+  }).flat();
+  for (const { res, idx } of await Promise.all(requests)) {
+    expect(res.status).toBe(200);
+    idx.forEach((refIndex, i) => {
+      expect(maxAbsDiff(res.json.data[i].embedding, l2(cases[refIndex]!.embedding))).toBeLessThanOrEqual(1e-4);
+    });
+  }
+}
+
+describe("decoder embedders (Qwen3-Embedding): last-token pooling, left padding", () => {
+  for (const name of QWEN) {
+    test(`${name}: parity alone, batched and concurrent`, async () => {
+      const ref = await reference("qwen3-embed");
+      expect(ref.cases.some((c: EmbedCase) => c.input_ids.length === ref.max_seq_length)).toBe(true);
+      await checkParity(name, ref.cases);
+    });
+
+    test(`${name}: query instruction from the model's prompts, mixed with plain inputs`, async () => {
+      const ref = await reference("qwen3-embed");
+      await checkParity(name, [...ref.prompt_cases, ...ref.cases.slice(0, 5)], (c) => (c.prompt_name ? { prompt_name: c.prompt_name } : {}));
+    });
+
+    test(`${name}: Matryoshka dimensions`, async () => {
+      const ref = await reference("qwen3-embed");
+      const m = ref.matryoshka;
+      const { status, json } = await embed({ model: name, input: m.cases.map((c: EmbedCase) => c.text), dimensions: m.dimensions });
+      expect(status).toBe(200);
+      m.cases.forEach((c: EmbedCase, i: number) => {
+        expect(json.data[i].embedding.length).toBe(m.dimensions);
+        expect(maxAbsDiff(json.data[i].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4);
+      });
+    });
+  }
+});
