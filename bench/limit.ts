@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeWorkload, requestTexts, type WorkloadText } from "./workload";
 import { percentiles, peakRssMb } from "./stats";
-import { sessionOptions } from "../src/model/session";
+import { sessionOptions } from "../src/model/onnx";
 
 export interface LimitOptions {
   modelDir: string;
@@ -75,7 +75,7 @@ export interface Batch {
 }
 
 /**
- * A session with the settings the server uses (src/model/session.ts sessionOptions), on the CPU, with the thread
+ * A session with the settings the server uses (src/model/onnx.ts sessionOptions), on the CPU, with the thread
  * count under test, but with onnxruntime's default spinning after a run: back-to-back batches are the limit's
  * case, and it should be measured at its fastest.
  */

@@ -5,7 +5,9 @@
 //   --outdir=<dir> (default dist)   --no-minify
 // The binary holds the router, batcher and the tokenizer worker (a second entrypoint: `new Worker(new URL(
 // "./worker.ts", import.meta.url))` resolves to it inside the binary), and onnxruntime's native addon and shared
-// library as embedded files, extracted on first start (build/runtime/extract.ts). The media worker (image and audio
+// library as embedded files, extracted on first start (build/runtime/extract.ts). The inference worker
+// (src/model/inference-worker.ts, one per model session, the only code that loads onnxruntime) is an entrypoint the
+// same way. The media worker (image and audio
 // preprocessing, a third entrypoint) gets sharp's addon and libvips the same way when node_modules has the
 // target's @img/sharp-* packages; without them the binary is built anyway and its media models fail to load.
 import { mkdirSync, statSync } from "node:fs";
@@ -18,6 +20,7 @@ export const ENTRYPOINTS = [
   join(ROOT, "src", "cli.ts"),
   join(ROOT, "src", "tokenize", "worker.ts"),
   join(ROOT, "src", "media", "media-worker.ts"),
+  join(ROOT, "src", "model", "inference-worker.ts"),
 ];
 
 export interface Target extends NativeTarget {

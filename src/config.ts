@@ -19,6 +19,8 @@ export interface ModelConfig {
   numThreads: number;
   maxQueueSize: number;
   memoryBudgetMb: number;
+  /** Seconds a batch may run before its inference worker counts as hung and is replaced (0: never). */
+  inferenceTimeoutSeconds: number;
 }
 
 export interface ServerConfig {
@@ -101,6 +103,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "queued inputs per model before requests get 429" },
   { name: "memory-budget-mb", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = unlimited",
     help: "cap on a model's activation memory per batch; lowers the batch token budget to fit" },
+  { name: "inference-timeout", kind: "int", perModel: true, repeatable: true, default: 120, defaultLabel: "120 (0 = never)",
+    help: "seconds one batch may run before the model's inference worker counts as hung: it is replaced and the batch retried once (503 when that fails too)" },
   // Server options.
   { name: "host", kind: "string", perModel: false, default: "0.0.0.0", help: "address to listen on" },
   { name: "port", kind: "int", perModel: false, default: 7997, help: "port to listen on" },
@@ -308,6 +312,7 @@ export function buildConfig(src: Sources): ServerConfig {
   const threads = perModel("num-threads");
   const maxQueue = perModel("max-queue-size");
   const memory = perModel("memory-budget-mb");
+  const inferenceTimeout = perModel("inference-timeout");
 
   const modelConfigs: ModelConfig[] = modelIds.map((modelId, i) => {
     if (!modelId.trim()) throw new ConfigError(`model #${i + 1}: empty model id`);
@@ -315,6 +320,7 @@ export function buildConfig(src: Sources): ServerConfig {
     const mbt = maxBatchTokens[i] as number;
     if (bs < 1) throw new ConfigError(`--batch-size must be at least 1 (model ${modelId})`);
     if ((maxQueue[i] as number) < 1) throw new ConfigError(`--max-queue-size must be at least 1 (model ${modelId})`);
+    if ((inferenceTimeout[i] as number) < 0) throw new ConfigError(`--inference-timeout must be 0 (never) or a number of seconds (model ${modelId})`);
     return {
       modelId,
       servedModelName: (names[i] as string | null) ?? defaultServedName(modelId),
@@ -328,6 +334,7 @@ export function buildConfig(src: Sources): ServerConfig {
       numThreads: (threads[i] as number) || src.cpuCount,
       maxQueueSize: maxQueue[i] as number,
       memoryBudgetMb: memory[i] as number,
+      inferenceTimeoutSeconds: inferenceTimeout[i] as number,
     };
   });
   const seen = new Set<string>();

@@ -90,6 +90,15 @@ export class InferenceFailed extends InfinityError {
   readonly code = "inference_failed";
 }
 
+/**
+ * A model's inference worker died or hung and the batch failed on its replacement too, or the model is stopping
+ * with the batch still running: retry later.
+ */
+export class WorkerFailed extends InfinityError {
+  readonly type = "service_unavailable_error";
+  readonly code = "inference_worker_failed";
+}
+
 /** Missing or wrong API key. */
 export class Unauthorized extends InfinityError {
   readonly type = "authentication_error";

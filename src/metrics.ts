@@ -96,11 +96,17 @@ export class Metrics {
   readonly queueDepth = new Gauge("infinity_queue_depth", "inputs waiting in the queue");
   readonly rejected = new Counter("infinity_rejected_total", "inputs refused because the queue was full");
   readonly memoryBytes = new Gauge("infinity_model_memory_bytes", "resident memory measured at model load");
+  readonly workerRestarts = new Counter("infinity_inference_worker_restarts_total", "inference workers replaced after dying or hanging");
+  readonly eventLoopLag = new Histogram(
+    "infinity_event_loop_lag_seconds",
+    "how late a 20 ms timer on the main thread fires: time the event loop could not answer anything",
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  );
 
   render(): string {
     const all: Metric[] = [
       this.requests, this.requestSeconds, this.queueSeconds, this.inferenceSeconds, this.batchSize,
-      this.batchTokens, this.tokens, this.queueDepth, this.rejected, this.memoryBytes,
+      this.batchTokens, this.tokens, this.queueDepth, this.rejected, this.memoryBytes, this.workerRestarts, this.eventLoopLag,
     ];
     const lines: string[] = [];
     for (const m of all) lines.push(...m.header(), ...m.lines());
@@ -109,4 +115,19 @@ export class Metrics {
     lines.push(`process_resident_memory_bytes ${mem.rss}`);
     return lines.join("\n") + "\n";
   }
+}
+
+/**
+ * Measures event-loop lag: a timer asks to fire every `intervalMs` and records how late it fires. Anything that
+ * holds the main thread (a synchronous run, a large JSON parse) shows up here. Returns the stop function.
+ */
+export function monitorEventLoopLag(histogram: Histogram, intervalMs = 20): () => void {
+  let expected = performance.now() + intervalMs;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    histogram.observe({}, Math.max(0, now - expected) / 1000);
+    expected = now + intervalMs;
+  }, intervalMs);
+  (timer as { unref?: () => void }).unref?.();
+  return () => clearInterval(timer);
 }

@@ -20,6 +20,14 @@ describe("flags", () => {
     expect(m.poolingMethod).toBe("auto");
     expect(m.modelWarmup).toBe(true);
     expect(m.numThreads).toBe(2);
+    expect(m.inferenceTimeoutSeconds).toBe(120);
+  });
+
+  test("--inference-timeout: per model, 0 turns the hang check off, negative is refused", () => {
+    const c = build(["--model-id", "a/x", "--model-id", "b/y", "--inference-timeout", "0", "--inference-timeout", "600"]);
+    expect(c.models.map((m) => m.inferenceTimeoutSeconds)).toEqual([0, 600]);
+    expect(build(["--model-id", "a/x"], { INFINITY_INFERENCE_TIMEOUT: "30" }).models[0]!.inferenceTimeoutSeconds).toBe(30);
+    expect(() => build(["--model-id", "a/x", "--inference-timeout", "-1"])).toThrow(/--inference-timeout/);
   });
 
   test("--flag=value, --no-bool, snake_case flags", () => {

@@ -5,7 +5,7 @@ import type { Encoded } from "../tokenize/encode";
 import type { BatchTensors, ModelSession } from "../model/session";
 import type { TaskReader } from "../tasks/task";
 import type { Metrics } from "../metrics";
-import { InferenceFailed, Unavailable } from "../errors";
+import { InferenceFailed, InfinityError, Unavailable } from "../errors";
 import { log } from "../log";
 import { DEFAULT_MAX_PADDING, DEFAULT_RUN_OVERHEAD_TOKENS, selectBatch, windowFor } from "./batcher";
 import type { BatchInput } from "./inputs";
@@ -235,14 +235,9 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
       this.lastError = message;
       log.error("inference failed", { model: this.name, batch: batch.items.length, error: message });
       if (++this.consecutiveFailures >= 3) this.state = "broken";
-      const failed = new Set<Job<R>>();
-      for (const item of batch.items) failed.add(item.job);
-      for (const job of failed) {
-        if (!job.cancelled) {
-          job.cancelled = true;
-          job.reject(new InferenceFailed(`inference failed: ${message}`));
-        }
-      }
+      // A typed error (a lost inference worker: 503) reaches the client as it is; anything else is a failed run.
+      const error = e instanceof InfinityError ? e : new InferenceFailed(`inference failed: ${message}`);
+      this.failJobs(batch.items, error);
       return;
     }
     const ms = performance.now() - start;
@@ -269,7 +264,23 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     this.pump();
   }
 
+  /** Stops taking work; inputs still queued (the shutdown timeout passed) are answered with 503, never dropped. */
   stop(): void {
     this.state = "stopped";
+    const waiting = [...this.queue.view(), ...(this.prepared?.items ?? [])];
+    this.prepared = null;
+    this.queue.take(this.queue.view().map((_, i) => i));
+    this.failJobs(waiting, new Unavailable(`model ${this.name} stopped before these inputs ran (shutdown timeout)`));
+  }
+
+  private failJobs(items: readonly Item<R, I>[], error: Error): void {
+    const jobs = new Set<Job<R>>();
+    for (const item of items) jobs.add(item.job);
+    for (const job of jobs) {
+      if (!job.cancelled && job.remaining > 0) {
+        job.cancelled = true;
+        job.reject(error);
+      }
+    }
   }
 }

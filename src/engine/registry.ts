@@ -10,7 +10,7 @@ import type { MediaPool } from "../media/pool";
 import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
-import { ModelSession } from "../model/session";
+import { ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
 import { classifyReader } from "../tasks/classify";
 import { embedReader, projectionReader } from "../tasks/embed";
 import { rerankReader } from "../tasks/rerank";
@@ -18,7 +18,7 @@ import { spladeReader, type SparseVector } from "../tasks/sparse";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
-import { Engine, sessionRunner, tokenBatches, type Runner } from "./engine";
+import { Engine, sessionRunner, tokenBatches, type EngineState, type Runner } from "./engine";
 import { featureBatches, type FeatureBatch } from "./inputs";
 import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "./towers";
 
@@ -78,6 +78,35 @@ export type ServedModel =
   | (Base & { task: "classify"; engine: Engine<Float32Array> })
   | (Base & { task: "sparse"; engine: Engine<SparseVector> });
 
+/** The sessions a model runs on: its own, and its media tower's when that has one. */
+export function sessionsOf(m: ServedModel): ModelSession[] {
+  return m.task === "embed" && m.media?.session ? [m.session, m.media.session] : [m.session];
+}
+
+/**
+ * A model's state for /health and /models: its engines' states, and `broken` while one of its inference workers
+ * is being replaced (or its replacement failed).
+ */
+export function modelState(m: ServedModel): EngineState {
+  const engines = m.task === "embed" && m.media ? [m.engine, m.media.engine] : [m.engine];
+  for (const e of engines) if (e.state !== "ready") return e.state;
+  for (const s of sessionsOf(m)) if (s.status.state !== "ready") return "broken";
+  return "ready";
+}
+
+/** The last error of a model's engines, or of its inference workers. */
+export function modelError(m: ServedModel): string | null {
+  const engines = m.task === "embed" && m.media ? [m.engine, m.media.engine] : [m.engine];
+  for (const e of engines) if (e.lastError) return e.lastError;
+  for (const s of sessionsOf(m)) if (s.status.state !== "ready" && s.status.lastFault) return s.status.lastFault;
+  return null;
+}
+
+/** The inference worker of each session, for /health and /models. */
+export function workersOf(m: ServedModel): Array<WorkerStatus & { threads: number }> {
+  return sessionsOf(m).map((s) => ({ ...s.status, threads: m.config.numThreads }));
+}
+
 /** The routes a task serves: a sparse encoder answers /embeddings (indices + values) and /embed_sparse. */
 export function capabilitiesOf(task: Task): Capability[] {
   return task === "sparse" ? ["embed", "embed_sparse"] : [task];
@@ -131,7 +160,7 @@ export class Registry {
     return (
       !this.loading &&
       this.models.size > 0 &&
-      this.list().every((m) => m.engine.state === "ready" && (m.task !== "embed" || !m.media || m.media.engine.state === "ready"))
+      this.list().every((m) => modelState(m) === "ready")
     );
   }
 
@@ -211,7 +240,12 @@ export class Registry {
   private async loadOne(c: ModelConfig, layout: ModelLayout): Promise<ServedModel> {
     for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
     const rssBefore = process.memoryUsage().rss;
-    const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads });
+    const worker = (label: string): WorkerOptions => ({
+      label,
+      timeoutMs: c.inferenceTimeoutSeconds * 1000,
+      onFault: () => this.metrics?.workerRestarts.inc({ model: label }),
+    });
+    const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
     const encoder = new Encoder(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
     const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
     const key = c.servedModelName;
@@ -260,7 +294,7 @@ export class Registry {
         textRunner = combinedTextRunner(session, textReader, mediaDummy(inputName, shape));
         towerRunner = mediaRunner(session, mediaReader, inputName, textDummy(padId));
       } else {
-        mediaSession = await ModelSession.create(join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads });
+        mediaSession = await ModelSession.create(join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads }, worker(`${c.servedModelName}/${media.modality}`));
         textRunner = sessionRunner(session, textReader);
         towerRunner = mediaRunner(mediaSession, mediaReader, inputName);
       }

@@ -1,15 +1,24 @@
-// One onnxruntime session: execution provider choice with CPU fallback, thread settings, and feeding the session
-// exactly the inputs it declares, in the integer type it declares. Knows nothing of requests.
-import * as ort from "onnxruntime-node";
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { createRequire } from "node:module";
+// One model session, created and run in its own inference worker (inference-worker.ts): onnxruntime-node runs
+// synchronously on the calling thread, and the main thread must stay free for HTTP, tokenizing small requests and
+// the other models' batches. This side builds feeds (pure functions over typed arrays), matches replies, and
+// replaces a worker that dies or hangs; onnx.ts does the onnxruntime work. Knows nothing of requests.
 import { log } from "../log";
-import { ModelLoadError } from "../errors";
+import { ModelLoadError, WorkerFailed } from "../errors";
+import type { CreatedSession, InferenceReply, InferenceRequest, InjectedFault } from "./inference-protocol";
 
 export interface SessionSettings {
   device: string;
   numThreads: number;
+}
+
+/** How the main thread watches a session's worker. */
+export interface WorkerOptions {
+  /** Name in logs (the served model, or model/tower). */
+  label?: string;
+  /** A run with no answer after this long means a hung worker: it is replaced. 0: never. */
+  timeoutMs?: number;
+  /** Called once per worker lost (died, hung), before its replacement is started. */
+  onFault?: (reason: string) => void;
 }
 
 /** A padded batch as flat row-major int32 arrays; the session converts to what the model declares. */
@@ -21,6 +30,18 @@ export interface BatchTensors {
   tokenTypeIds: Int32Array | null;
 }
 
+export interface OutputTensor {
+  name: string;
+  data: Float32Array;
+  dims: number[];
+}
+
+/**
+ * One named input as the caller builds it; int32 data is widened where the model declares int64, Uint16Array
+ * holds float16 halves.
+ */
+export type Feed = { data: Float32Array | Int32Array | Uint16Array; dims: number[] };
+
 /** What the model declares about one input: its element type and its shape (symbolic axes are strings). */
 export interface InputSpec {
   name: string;
@@ -28,116 +49,169 @@ export interface InputSpec {
   shape: readonly (number | string)[];
 }
 
-export interface OutputTensor {
-  name: string;
-  data: Float32Array;
-  dims: number[];
+/** starting: creating its session; restarting: a replacement after a fault; failed: the replacement failed too. */
+export type WorkerState = "starting" | "ready" | "restarting" | "failed" | "released";
+
+export interface WorkerStatus {
+  state: WorkerState;
+  /** Workers replaced after dying or hanging. */
+  restarts: number;
+  lastFault: string | null;
 }
 
-const PROVIDER_OF_DEVICE: Record<string, string> = {
-  cpu: "cpu", cuda: "cuda", tensorrt: "tensorrt", coreml: "coreml", dml: "dml", webgpu: "webgpu",
-};
+/** Creating a session may compile kernels or engines (TensorRT) for minutes: it gets ten run timeouts. */
+const CREATE_TIMEOUT_FACTOR = 10;
 
-/** Whether the CUDA provider's shared library was installed next to the addon (ONNXRUNTIME_NODE_INSTALL=cuda12). */
-function cudaInstalled(): boolean {
-  try {
-    const req = createRequire(import.meta.url);
-    const root = dirname(req.resolve("onnxruntime-node/package.json"));
-    return existsSync(join(root, "bin", "napi-v6", process.platform, process.arch, "libonnxruntime_providers_cuda.so"));
-  } catch {
-    return false;
+const WORKER_ENTRY = new URL("./inference-worker.ts", import.meta.url);
+
+type Request = InferenceRequest extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+type Ok = InferenceReply & { ok: true };
+
+/** One worker and its outstanding calls. A worker that dies or hangs fails what it held and every later call. */
+class WorkerLink {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, { resolve: (r: Ok) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> | null }>();
+  private nextId = 1;
+  private lost: WorkerFailed | null = null;
+  private lastError = "";
+
+  constructor(private readonly onLost: (reason: string) => void) {
+    this.worker = new Worker(WORKER_ENTRY.href);
+    // Sessions never keep the process alive by themselves (--preload-only, tests).
+    (this.worker as unknown as { unref(): void }).unref();
+    this.worker.onmessage = (event: MessageEvent<InferenceReply>) => {
+      const r = event.data;
+      const p = this.pending.get(r.id);
+      if (!p) return;
+      this.pending.delete(r.id);
+      if (p.timer) clearTimeout(p.timer);
+      if (r.ok) p.resolve(r);
+      else p.reject(r.loadError ? new ModelLoadError(r.error) : new Error(r.error));
+    };
+    this.worker.addEventListener("error", (event) => {
+      this.lastError = (event as ErrorEvent).message ?? "";
+    });
+    this.worker.addEventListener("close", (event) => {
+      const code = (event as unknown as { code?: number }).code;
+      this.lose(`the inference worker exited (code ${code ?? "?"})${this.lastError ? `: ${this.lastError}` : ""}`);
+    });
   }
-}
 
-/** Providers to try, in order, for a --device value. "auto" picks a GPU provider only where one is installed. */
-export function providerOrder(device: string, platform = process.platform, hasCuda = cudaInstalled): string[] {
-  if (device === "auto") {
-    if (platform === "darwin") return ["coreml", "cpu"];
-    if (platform === "win32") return ["dml", "cpu"];
-    return hasCuda() ? ["cuda", "cpu"] : ["cpu"];
+  get busy(): boolean {
+    return this.pending.size > 0;
   }
-  const p = PROVIDER_OF_DEVICE[device];
-  return p && p !== "cpu" ? [p, "cpu"] : ["cpu"];
-}
 
-function isInt64(meta: ort.InferenceSession.ValueMetadata | undefined): boolean {
-  return !meta || !meta.isTensor || meta.type === "int64";
-}
+  call(msg: Request, timeoutMs: number): Promise<Ok> {
+    if (this.lost) return Promise.reject(this.lost);
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      const timer = timeoutMs > 0 ? setTimeout(() => this.lose(`the inference worker gave no answer within ${timeoutMs / 1000} s (hung)`), timeoutMs) : null;
+      (timer as { unref?: () => void } | null)?.unref?.();
+      this.pending.set(id, { resolve, reject, timer });
+      this.worker.postMessage({ ...msg, id } as InferenceRequest);
+    });
+  }
 
-/**
- * What every session is created with. onnxruntime's pool threads keep spinning for ~30-40 ms after a run
- * returns; `force_spinning_stop` ends that when the run returns (they still spin between the operators of a
- * run). Measured with two models in one server and single requests alternating between them back to back (2 cores,
- * 2 threads each): p50 36.8 ms with the default, 17.2 ms with the stop (one model alone: 17.8); the idle model's
- * spinning took a core from the busy one. With one model: 32-input requests at concurrency 16 ran 7,644-7,788 and
- * 7,673-7,723 tokens/s (default, stop; three alternating rounds); at ~8 requests/s the server used 0.57 cores with
- * the default and 0.33 with the stop, at the same latency; back to back at concurrency 1, p50 was within noise
- * (17.75 / 20.01 against 18.65 / 20.25 ms). `allow_spinning=0` instead cost ~1.6 ms per request there.
- */
-export function sessionOptions(provider: string, settings: SessionSettings): ort.InferenceSession.SessionOptions {
-  return {
-    executionProviders: [provider],
-    intraOpNumThreads: settings.numThreads,
-    // One run at a time per session: inter-op parallelism only adds contention.
-    interOpNumThreads: 1,
-    executionMode: "sequential",
-    graphOptimizationLevel: "all",
-    enableCpuMemArena: true,
-    enableMemPattern: true,
-    extra: { session: { force_spinning_stop: "1" } },
-  };
+  /** The worker is gone (or given up on): its calls fail, its thread is ended, the owner is told once. */
+  lose(reason: string, tellOwner = true): void {
+    if (this.lost) return;
+    this.lost = new WorkerFailed(reason);
+    for (const p of this.pending.values()) {
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(this.lost);
+    }
+    this.pending.clear();
+    this.worker.terminate();
+    if (tellOwner) this.onLost(reason);
+  }
 }
 
 export class ModelSession {
-  private constructor(
-    private readonly session: ort.InferenceSession,
-    readonly provider: string,
-    readonly inputNames: readonly string[],
-    readonly outputNames: readonly string[],
-    private readonly int64Inputs: ReadonlySet<string>,
-    /** Declared type and shape of every input (past_key_values tensors are built from them). */
-    readonly inputSpecs: readonly InputSpec[] = [],
-  ) {}
+  provider = "";
+  /** Declared type and shape of every input (past_key_values tensors are built from them). */
+  inputSpecs: readonly InputSpec[] = [];
+  inputNames: readonly string[] = [];
+  outputNames: readonly string[] = [];
+  private link: WorkerLink;
+  /** Settles when the current worker has its session (or failed to create it). */
+  private ready: Promise<void> = Promise.resolve();
+  private workerState: WorkerState = "starting";
+  private restarts = 0;
+  private lastFault: string | null = null;
+  private readonly injected: InjectedFault[] = [];
+  private readonly label: string;
+  private readonly timeoutMs: number;
 
-  static async create(path: string, settings: SessionSettings): Promise<ModelSession> {
-    const order = providerOrder(settings.device);
-    let lastError: unknown;
-    for (const provider of order) {
-      try {
-        const session = await ort.InferenceSession.create(path, sessionOptions(provider, settings));
-        if (provider !== order[0]) {
-          log.warn(`execution provider ${order[0]} unavailable; fell back to ${provider}`, { model: path, reason: String((lastError as Error)?.message ?? lastError) });
-        }
-        const int64 = new Set<string>();
-        const specs: InputSpec[] = [];
-        session.inputNames.forEach((name, i) => {
-          const meta = session.inputMetadata?.[i];
-          if (isInt64(meta)) int64.add(name);
-          specs.push(meta?.isTensor ? { name, type: meta.type, shape: meta.shape.slice() } : { name, type: "int64", shape: [] });
-        });
-        return new ModelSession(session, provider, session.inputNames, session.outputNames, int64, specs);
-      } catch (e) {
-        lastError = e;
-      }
+  private constructor(
+    private readonly path: string,
+    private readonly settings: SessionSettings,
+    private readonly options: WorkerOptions,
+  ) {
+    this.label = options.label ?? path;
+    this.timeoutMs = options.timeoutMs ?? 0;
+    this.link = this.spawn();
+  }
+
+  static async create(path: string, settings: SessionSettings, options: WorkerOptions = {}): Promise<ModelSession> {
+    const s = new ModelSession(path, settings, options);
+    let created: CreatedSession;
+    try {
+      created = (await s.link.call({ type: "create", path, settings }, s.timeoutMs * CREATE_TIMEOUT_FACTOR)).created!;
+    } catch (e) {
+      s.workerState = "released";
+      s.link.lose("the session could not be created", false);
+      throw e instanceof ModelLoadError ? e : new ModelLoadError(`onnxruntime could not load ${path}: ${(e as Error).message}`);
     }
-    throw new ModelLoadError(`onnxruntime could not load ${path}: ${(lastError as Error)?.message ?? lastError}`);
+    if (created.fallbackReason !== null) {
+      log.warn(`execution provider for --device ${settings.device} unavailable; fell back to ${created.provider}`, { model: path, reason: created.fallbackReason });
+    }
+    s.provider = created.provider;
+    s.inputSpecs = created.inputs;
+    s.inputNames = created.inputs.map((i) => i.name);
+    s.outputNames = created.outputNames;
+    s.workerState = "ready";
+    return s;
+  }
+
+  private spawn(): WorkerLink {
+    const link: WorkerLink = new WorkerLink((reason) => {
+      if (link === this.link) this.replace(reason);
+    });
+    return link;
+  }
+
+  /** A new worker with the same session; calls made meanwhile wait for it. */
+  private replace(reason: string): void {
+    // A worker lost while creating the first session fails create(); one lost while creating a replacement
+    // leaves the session "failed", and the next call tries once more, so a crash at load never loops.
+    if (this.workerState === "released" || this.workerState === "starting" || this.workerState === "restarting") return;
+    this.restarts++;
+    this.lastFault = reason;
+    this.workerState = "restarting";
+    log.error("inference worker lost; starting a new one", { model: this.label, reason, restarts: this.restarts });
+    this.options.onFault?.(reason);
+    const link = this.spawn();
+    this.link = link;
+    const create = { type: "create" as const, path: this.path, settings: this.settings, fault: this.injected.shift() };
+    this.ready = link.call(create, this.timeoutMs * CREATE_TIMEOUT_FACTOR).then(
+      () => {
+        if (this.link === link && this.workerState === "restarting") this.workerState = "ready";
+      },
+      (e) => {
+        if (this.link !== link || this.workerState === "released") return;
+        this.workerState = "failed";
+        this.lastFault = `the replacement inference worker failed: ${(e as Error).message}`;
+        log.error("replacement inference worker failed", { model: this.label, error: (e as Error).message });
+      },
+    );
+  }
+
+  get status(): WorkerStatus {
+    return { state: this.workerState, restarts: this.restarts, lastFault: this.lastFault };
   }
 
   hasInput(name: string): boolean {
     return this.inputNames.includes(name);
-  }
-
-  private tensor(name: string, data: Int32Array, dims: number[]): ort.Tensor {
-    if (!this.int64Inputs.has(name)) return new ort.Tensor("int32", data, dims);
-    // Widen through a 32-bit view of the int64 buffer (little-endian): no BigInt per element.
-    const wide = new BigInt64Array(data.length);
-    const halves = new Int32Array(wide.buffer);
-    for (let i = 0; i < data.length; i++) {
-      const v = data[i]!;
-      halves[2 * i] = v;
-      halves[2 * i + 1] = v < 0 ? -1 : 0;
-    }
-    return new ort.Tensor("int64", wide, dims);
   }
 
   /** Runs one padded batch and returns the requested output as float32. */
@@ -147,35 +221,59 @@ export class ModelSession {
 
   /**
    * Runs with feeds the caller builds (media towers: pixel_values, input_features; the dummy inputs of a combined
-   * multimodal export). Int32 feeds are widened where the model declares int64.
+   * multimodal export). Int32 feeds are widened where the model declares int64; an input the model declares and
+   * the feeds lack is a ModelLoadError.
    */
   async runFeeds(feeds: Record<string, Feed>, outputName: string): Promise<OutputTensor> {
-    const tensors: Record<string, ort.Tensor> = {};
-    for (const name of this.inputNames) {
-      const f = feeds[name];
-      if (!f) throw new ModelLoadError(`the ONNX model declares an input "${name}" this server cannot feed`);
-      tensors[name] =
-        f.data instanceof Float32Array ? new ort.Tensor("float32", f.data, f.dims)
-        : f.data instanceof Uint16Array ? new ort.Tensor("float16", f.data, f.dims)
-        : this.tensor(name, f.data, f.dims);
-    }
-    const out = await this.session.run(tensors, [outputName]);
-    const tensor = out[outputName]!;
-    const result = { name: outputName, data: toFloat32(tensor), dims: tensor.dims.slice() };
-    tensor.dispose?.();
-    return result;
+    return (await this.runOutputs(feeds, [outputName]))[0]!;
   }
 
+  /**
+   * Runs once and returns several outputs. A batch whose worker dies or hangs is run once more on the
+   * replacement; when that fails too, the caller gets a WorkerFailed (503).
+   */
+  async runOutputs(feeds: Record<string, Feed>, outputNames: readonly string[]): Promise<OutputTensor[]> {
+    const needed: Record<string, Feed> = {};
+    for (const name of this.inputNames) if (feeds[name]) needed[name] = feeds[name]!;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const reply = await this.send({ type: "run", feeds: needed, outputNames: [...outputNames] });
+        return reply.outputs!;
+      } catch (e) {
+        if (!(e instanceof WorkerFailed) || attempt >= 1 || this.workerState === "released") throw e;
+        log.warn("retrying a batch on the replacement inference worker", { model: this.label });
+      }
+    }
+  }
+
+  private async send(msg: Request): Promise<Ok> {
+    await this.ready;
+    if (this.workerState === "failed") {
+      this.replace(this.lastFault ?? "the inference worker failed");
+      await this.ready;
+    }
+    if (this.workerState === "released") throw new WorkerFailed(`model ${this.label} is shutting down`);
+    if (this.workerState !== "ready") throw new WorkerFailed(`model ${this.label} has no working inference worker: ${this.lastFault}`);
+    return this.link.call(msg.type === "run" && this.injected.length ? { ...msg, fault: this.injected.shift() } : msg, this.timeoutMs);
+  }
+
+  /**
+   * Test-only fault injection: the next `times` messages that run a batch or create a replacement session make
+   * the worker die or hang instead (see InjectedFault). Never reachable from a request.
+   */
+  injectFault(kind: InjectedFault, times = 1): void {
+    for (let i = 0; i < times; i++) this.injected.push(kind);
+  }
+
+  /** Ends the worker. A run still in flight (shutdown timeout reached) fails with WorkerFailed. */
   async release(): Promise<void> {
-    await this.session.release();
+    if (this.workerState === "released") return;
+    this.workerState = "released";
+    const link = this.link;
+    if (!link.busy) await link.call({ type: "release" }, 5000).catch(() => {});
+    link.lose(`model ${this.label} is shutting down`, false);
   }
 }
-
-/**
- * One named input as the caller builds it; int32 data is widened where the model declares int64, Uint16Array
- * holds float16 halves.
- */
-export type Feed = { data: Float32Array | Int32Array | Uint16Array; dims: number[] };
 
 const PAST_INPUT = /^past_key_values\.\d+\.(key|value)$/;
 
@@ -243,28 +341,4 @@ export function textFeeds(t: BatchTensors, names: readonly string[], specs: read
     }
   }
   return feeds;
-}
-
-/** float16 outputs (model_fp16.onnx) arrive as Float16Array or raw uint16 halves depending on the runtime. */
-export function toFloat32(tensor: ort.Tensor): Float32Array {
-  const data = tensor.data as unknown;
-  if (data instanceof Float32Array) return data;
-  if (data instanceof Uint16Array && tensor.type === "float16") return halfToFloat(data);
-  if (ArrayBuffer.isView(data) && !(data instanceof DataView) && !(data instanceof BigInt64Array) && !(data instanceof BigUint64Array)) {
-    return Float32Array.from(data as unknown as ArrayLike<number>);
-  }
-  throw new ModelLoadError(`unsupported output type ${tensor.type}`);
-}
-
-export function halfToFloat(h: Uint16Array): Float32Array {
-  const out = new Float32Array(h.length);
-  for (let i = 0; i < h.length; i++) {
-    const x = h[i]!;
-    const sign = x & 0x8000 ? -1 : 1;
-    const exp = (x >> 10) & 0x1f;
-    const frac = x & 0x3ff;
-    out[i] =
-      exp === 0 ? sign * frac * 2 ** -24 : exp === 31 ? (frac ? NaN : sign * Infinity) : sign * (1 + frac / 1024) * 2 ** (exp - 15);
-  }
-  return out;
 }

@@ -3,7 +3,7 @@
 import type { ServerConfig } from "../config";
 import { Registry } from "../engine/registry";
 import { log } from "../log";
-import { Metrics } from "../metrics";
+import { Metrics, monitorEventLoopLag } from "../metrics";
 import type { HubSettings } from "../model/resolve";
 import { MediaPool } from "../media/pool";
 import { TokenizerPool } from "../tokenize/pool";
@@ -27,6 +27,7 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
   const mediaPool = new MediaPool(config.media.workers);
   const registry = new Registry(pool, metrics, mediaPool, { maxImagePixels: config.media.maxImagePixels });
   const ctx: ServerContext = { config, registry, metrics, shuttingDown: false, inflight: 0 };
+  const stopLagMonitor = monitorEventLoopLag(metrics.eventLoopLag);
   const app = createApp(ctx);
   app.listen({
     hostname: config.host,
@@ -54,12 +55,14 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
       const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownTimeoutSeconds * 1000).unref?.());
       const result = await Promise.race([answered.then(() => "idle" as const), timeout]);
       if (result === "timeout") log.warn("shutdown timeout reached with work still queued");
+      // Work still queued or running is answered (503) while its connections are open; the workers end.
+      await registry.close();
       // Let responses of the last batch be written, then close idle keep-alive connections too.
       await Promise.race([server.stop(false), Bun.sleep(2000)]);
       await server.stop(true);
-      await registry.close();
       pool.close();
       mediaPool.close();
+      stopLagMonitor();
       log.info("stopped");
     })();
     return closing;

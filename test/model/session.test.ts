@@ -1,7 +1,8 @@
 // ModelSession: the options every session is created with, and a session built from them.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { emptyPastFeed, ModelSession, positionIds, sessionOptions, textFeeds } from "../../src/model/session";
+import { emptyPastFeed, ModelSession, positionIds, textFeeds } from "../../src/model/session";
+import { sessionOptions } from "../../src/model/onnx";
 import { fixture } from "../helpers";
 
 describe("sessionOptions", () => {

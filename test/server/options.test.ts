@@ -1,6 +1,6 @@
 // Per-model options that change what is loaded or how it runs, each checked on a live server.
 import { describe, expect, test } from "bun:test";
-import { providerOrder } from "../../src/model/session";
+import { providerOrder } from "../../src/model/onnx";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
 describe("--dtype loads the hub's variant files", () => {

@@ -1,5 +1,6 @@
 // GET /health (503 while loading or broken, 200 when every model is ready) and GET /metrics (Prometheus).
 
+import { modelError, modelState, workersOf } from "../../engine/registry";
 import { router, type ServerContext } from "../context";
 
 export function healthRoutes(ctx: ServerContext) {
@@ -7,7 +8,12 @@ export function healthRoutes(ctx: ServerContext) {
     .get(
       "/health",
       ({ set }) => {
-        const models = ctx.registry.list().map((m) => ({ model: m.name, state: m.engine.state, error: m.engine.lastError }));
+        const models = ctx.registry.list().map((m) => ({
+          model: m.name,
+          state: modelState(m),
+          error: modelError(m),
+          workers: workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts })),
+        }));
         const status = ctx.shuttingDown ? "stopping" : ctx.registry.isLoading ? "loading" : ctx.registry.ready ? "ready" : "broken";
         set.status = status === "ready" ? 200 : 503;
         return { status, unix: Date.now() / 1000, models };

@@ -1,6 +1,6 @@
 // GET /models (OpenAI list, with each model's capabilities and limits).
 
-import { capabilitiesOf, modalitiesOf } from "../../engine/registry";
+import { capabilitiesOf, modalitiesOf, modelState, workersOf } from "../../engine/registry";
 import { router, type ServerContext } from "../context";
 
 const started = Math.floor(Date.now() / 1000);
@@ -28,7 +28,9 @@ export function modelsRoutes(ctx: ServerContext) {
         batch_size: m.engine.batchLimits.maxBatchSize,
         max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
         memory_bytes: m.memoryBytes,
-        state: m.engine.state,
+        state: modelState(m),
+        // One inference worker per session (a multimodal model's media tower has its own).
+        inference_workers: workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts, last_fault: w.lastFault, intra_op_threads: w.threads })),
       })),
     }),
     { detail: { summary: "List served models", tags: ["models"] } },
