@@ -40,7 +40,38 @@ export interface ServerConfig {
   shutdownTimeoutSeconds: number;
   preloadOnly: boolean;
   cacheDir: string | null;
+  /** null: no result cache (the default). */
+  resultCache: ResultCacheConfig | null;
   models: ModelConfig[];
+}
+
+/** Where computed results are cached: in process, in an SQLite file, or in Redis (shared by replicas). */
+export interface ResultCacheConfig {
+  backend: { kind: "memory" } | { kind: "sqlite"; path: string } | { kind: "redis"; url: string };
+  /** Bound of the memory and sqlite backends; Redis is bounded by its own maxmemory. */
+  sizeMb: number;
+}
+
+/** Parses --result-cache: "memory", "sqlite:PATH", "redis://HOST:PORT" (or rediss://); "" / "off" / "none": no cache. */
+export function parseResultCache(spec: string | null, sizeMb: number): ResultCacheConfig | null {
+  const s = (spec ?? "").trim();
+  if (s === "" || s === "off" || s === "none") return null;
+  if (sizeMb < 1) throw new ConfigError(`--result-cache-size-mb must be at least 1, got ${sizeMb}`);
+  if (s === "memory") return { backend: { kind: "memory" }, sizeMb };
+  if (s.startsWith("sqlite:")) {
+    const path = s.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
+    if (!path) throw new ConfigError("--result-cache sqlite:PATH needs a file path, e.g. sqlite:/var/cache/infinity/results.db");
+    return { backend: { kind: "sqlite", path }, sizeMb };
+  }
+  if (/^rediss?:\/\//.test(s)) {
+    try {
+      new URL(s);
+    } catch {
+      throw new ConfigError(`--result-cache: "${s}" is not a valid redis:// URL`);
+    }
+    return { backend: { kind: "redis", url: s }, sizeMb };
+  }
+  throw new ConfigError(`--result-cache: expected memory, sqlite:PATH or redis://HOST:PORT, got "${s}"`);
 }
 
 /** Image and audio inputs: decoding limits, the worker pool, and fetching http(s) URLs. */
@@ -141,6 +172,10 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "seconds to finish queued work after SIGTERM/SIGINT" },
   { name: "cache-dir", kind: "string", perModel: false, default: null, defaultLabel: "$INFINITY_HOME or $HF_HOME/hub",
     help: "where hub downloads are cached" },
+  { name: "result-cache", kind: "string", perModel: false, default: null, defaultLabel: "off",
+    help: "cache results per input: memory (in-process LRU), sqlite:PATH (file, survives restarts) or redis://HOST:PORT (shared by replicas); a failing cache is skipped, never fails a request" },
+  { name: "result-cache-size-mb", kind: "int", perModel: false, default: 1024,
+    help: "size bound of the memory and sqlite result caches (least recently used entries are evicted); Redis is bounded by its own maxmemory" },
   { name: "preload-only", kind: "bool", perModel: false, default: false,
     help: "download/resolve every model, then exit 0" },
   { name: "config", kind: "string", perModel: false, default: null, cliOnly: true,
@@ -381,6 +416,7 @@ export function buildConfig(src: Sources): ServerConfig {
     shutdownTimeoutSeconds: server("shutdown-timeout") as number,
     preloadOnly: server("preload-only") as boolean,
     cacheDir: (server("cache-dir") as string | null) ?? null,
+    resultCache: parseResultCache(server("result-cache") as string | null, server("result-cache-size-mb") as number),
     models: modelConfigs,
   };
 }

@@ -102,11 +102,17 @@ export class Metrics {
     "how late a 20 ms timer on the main thread fires: time the event loop could not answer anything",
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
   );
+  readonly cacheHits = new Counter("infinity_result_cache_hits_total", "inputs answered from the result cache");
+  readonly cacheMisses = new Counter("infinity_result_cache_misses_total", "inputs looked up in the result cache and computed");
+  readonly cacheEvictions = new Counter("infinity_result_cache_evictions_total", "result cache entries evicted to stay within --result-cache-size-mb");
+  readonly cacheErrors = new Counter("infinity_result_cache_errors_total", "result cache calls that failed (the inputs were computed)");
+  readonly cacheBytes = new Gauge("infinity_result_cache_bytes", "bytes held by the result cache (memory and sqlite backends)");
 
   render(): string {
     const all: Metric[] = [
       this.requests, this.requestSeconds, this.queueSeconds, this.inferenceSeconds, this.batchSize,
       this.batchTokens, this.tokens, this.queueDepth, this.rejected, this.memoryBytes, this.workerRestarts, this.eventLoopLag,
+      this.cacheHits, this.cacheMisses, this.cacheEvictions, this.cacheErrors, this.cacheBytes,
     ];
     const lines: string[] = [];
     for (const m of all) lines.push(...m.header(), ...m.lines());

@@ -124,3 +124,14 @@ describe("help and names", () => {
     expect(defaultServedName("test/fixtures/models/bert-mean-norm")).toBe("bert-mean-norm");
   });
 });
+
+describe("result cache options", () => {
+  test("off by default; flag, INFINITY_* variable and file key each set it", () => {
+    expect(build(["--model-id", "a"]).resultCache).toBeNull();
+    expect(build(["--model-id", "a", "--result-cache", "memory", "--result-cache-size-mb", "64"]).resultCache).toEqual({ backend: { kind: "memory" }, sizeMb: 64 });
+    expect(build(["--model-id", "a"], { INFINITY_RESULT_CACHE: "redis://cache:6379" }).resultCache!.backend).toEqual({ kind: "redis", url: "redis://cache:6379" });
+    const file = build([], {}, { "result-cache": "sqlite:/data/r.db", result_cache_size_mb: 5, models: [{ "model-id": "a" }] }).resultCache;
+    expect(file).toEqual({ backend: { kind: "sqlite", path: "/data/r.db" }, sizeMb: 5 });
+    expect(() => build(["--model-id", "a", "--result-cache", "disk"])).toThrow(ConfigError);
+  });
+});

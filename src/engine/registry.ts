@@ -11,6 +11,7 @@ import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
 import { ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
+import { modelCacheScope } from "../cache/scope";
 import { classifyReader } from "../tasks/classify";
 import { embedReader, projectionReader } from "../tasks/embed";
 import { rerankReader } from "../tasks/rerank";
@@ -61,6 +62,8 @@ interface Base {
   /** Counts content tokens of a text in-process (prompt lengths). */
   encoder: Encoder;
   session: ModelSession;
+  /** The model's share of result-cache keys (src/cache/scope.ts). */
+  cacheScope: string;
 }
 /** The image or audio tower of a multimodal model: its own engine over preprocessed tensors. */
 export interface MediaTower {
@@ -203,13 +206,16 @@ export class Registry {
     const layouts = await Promise.all(
       configs.map((c) =>
         resolveModel(c.modelId, c.revision, c.dtype, hub)
-          .then((r) => readLayout(r.dir, r.files, c.dtype, c.poolingMethod))
+          .then((r) => {
+            const layout = readLayout(r.dir, r.files, c.dtype, c.poolingMethod);
+            return { layout, scope: modelCacheScope(c.modelId, r, layout) };
+          })
           .catch(fail(c)),
       ),
     );
     for (let i = 0; i < configs.length; i++) {
       const c = configs[i]!;
-      const m = await this.loadOne(c, layouts[i]!).catch(fail(c));
+      const m = await this.loadOne(c, layouts[i]!.layout, layouts[i]!.scope).catch(fail(c));
       await this.warmUp(m).catch(fail(c));
       try {
         this.applyMemoryBudget(m);
@@ -237,7 +243,7 @@ export class Registry {
     this.loading = false;
   }
 
-  private async loadOne(c: ModelConfig, layout: ModelLayout): Promise<ServedModel> {
+  private async loadOne(c: ModelConfig, layout: ModelLayout, cacheScope: string): Promise<ServedModel> {
     for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
     const rssBefore = process.memoryUsage().rss;
     const worker = (label: string): WorkerOptions => ({
@@ -276,6 +282,7 @@ export class Registry {
       },
       encoder,
       session,
+      cacheScope,
     };
     const batches = tokenBatches(padId, layout.paddingSide);
     const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, sessionRunner(session, reader), batches, limits, this.metrics);

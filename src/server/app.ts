@@ -54,7 +54,7 @@ function corsHeaders(ctx: ServerContext, origin: string | null): Record<string, 
     "access-control-allow-origin": permissiveCors && !corsOrigins.length ? "*" : origin,
     "access-control-allow-methods": "GET, POST, OPTIONS",
     "access-control-allow-headers": "authorization, content-type",
-    "access-control-expose-headers": "x-queue-time-ms, x-inference-time-ms, x-total-time-ms, retry-after",
+    "access-control-expose-headers": "x-queue-time-ms, x-inference-time-ms, x-total-time-ms, x-cache-hits, retry-after",
     "access-control-max-age": "600",
     vary: "Origin",
   };

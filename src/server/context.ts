@@ -1,6 +1,7 @@
 // What every route needs: configuration, the model registry and the metrics, passed explicitly.
 import { Elysia } from "elysia";
 import type { ServerConfig } from "../config";
+import type { ResultCache } from "../cache/cache";
 import type { Registry } from "../engine/registry";
 import type { Metrics } from "../metrics";
 
@@ -8,6 +9,8 @@ export interface ServerContext {
   config: ServerConfig;
   registry: Registry;
   metrics: Metrics;
+  /** Per-input result cache (a no-op when --result-cache is off). */
+  cache: ResultCache;
   /** Set on SIGTERM/SIGINT: /health answers 503 so load balancers stop sending traffic. */
   shuttingDown: boolean;
   /** HTTP requests accepted and not yet answered: shutdown waits for them. */
@@ -39,4 +42,16 @@ export function usageOf(encoded: ReadonlyArray<{ ids: ArrayLike<number> }>): { p
   let tokens = 0;
   for (const e of encoded) tokens += e.ids.length;
   return { prompt_tokens: tokens, total_tokens: tokens };
+}
+
+/** Usage from per-input token counts (results that came partly from the result cache). */
+export function usageOfCounts(counts: readonly number[]): { prompt_tokens: number; total_tokens: number } {
+  let tokens = 0;
+  for (const n of counts) tokens += n;
+  return { prompt_tokens: tokens, total_tokens: tokens };
+}
+
+/** x-cache-hits: how many of the request's inputs the result cache answered (only when a cache is configured). */
+export function cacheHeader(set: { headers: Record<string, string | number> }, ctx: ServerContext, hits: number): void {
+  if (ctx.cache.enabled) set.headers["x-cache-hits"] = String(hits);
 }

@@ -1,5 +1,6 @@
 // Starts the whole server from a validated Config: listen first (so /health answers 503 while models load),
 // then load models; graceful shutdown drains every engine before the process exits.
+import { ResultCache } from "../cache/cache";
 import type { ServerConfig } from "../config";
 import { Registry } from "../engine/registry";
 import { log } from "../log";
@@ -26,7 +27,8 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
   // Media workers start with the first multimodal model, so text-only servers run none.
   const mediaPool = new MediaPool(config.media.workers);
   const registry = new Registry(pool, metrics, mediaPool, { maxImagePixels: config.media.maxImagePixels });
-  const ctx: ServerContext = { config, registry, metrics, shuttingDown: false, inflight: 0 };
+  const cache = ResultCache.open(config.resultCache, metrics);
+  const ctx: ServerContext = { config, registry, metrics, cache, shuttingDown: false, inflight: 0 };
   const stopLagMonitor = monitorEventLoopLag(metrics.eventLoopLag);
   const app = createApp(ctx);
   app.listen({
@@ -60,6 +62,7 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
       // Let responses of the last batch be written, then close idle keep-alive connections too.
       await Promise.race([server.stop(false), Bun.sleep(2000)]);
       await server.stop(true);
+      await cache.close();
       pool.close();
       mediaPool.close();
       stopLagMonitor();

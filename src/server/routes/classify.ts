@@ -2,7 +2,8 @@
 
 import type { ServedModel } from "../../engine/registry";
 import { labelScores } from "../../tasks/classify";
-import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
+import { inputKey, VECTOR_CODEC } from "../../cache/cache";
+import { cacheHeader, responseMeta, router, timingHeaders, usageOfCounts, type ServerContext } from "../context";
 import { ClassifyRequest } from "../schemas";
 import { checkTexts } from "../validate";
 
@@ -15,14 +16,18 @@ export function classifyRoutes(ctx: ServerContext) {
       const t0 = performance.now();
       const model = ctx.registry.lookup(body.model, "classify") as ClassifyModel;
       const texts = checkTexts(body.input, "input", ctx.config);
-      const encoded = await model.encode(texts);
-      const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
+      const keys = texts.map((t) => inputKey(model.cacheScope, "text", "", t));
+      const { results, tokens, queueMs, inferenceMs, hits } = await ctx.cache.through(model.name, keys, VECTOR_CODEC, async (missing) => {
+        const encoded = await model.encode(missing.map((i) => texts[i]!));
+        return { ...(await model.engine.submit(encoded, request.signal)), tokens: encoded.map((e) => e.ids.length) };
+      });
+      cacheHeader(set, ctx, hits);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
       return {
         object: "classify" as const,
         data: results.map((logits) => labelScores(logits, model.layout.labels, body.raw_scores === true)),
         model: model.name,
-        usage: usageOf(encoded),
+        usage: usageOfCounts(tokens),
         ...responseMeta("classify"),
       };
     },

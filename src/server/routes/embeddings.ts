@@ -6,7 +6,9 @@ import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, toBase64 } from "../../tasks/embed";
 import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
 import type { Encoded } from "../../tokenize/encode";
-import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
+import { inputKey, VECTOR_CODEC } from "../../cache/cache";
+import type { EngineResult } from "../../engine/engine";
+import { cacheHeader, responseMeta, router, timingHeaders, usageOf, usageOfCounts, type ServerContext } from "../context";
 import { EmbeddingsRequest } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 
@@ -77,15 +79,31 @@ async function mediaFiles(input: unknown, modality: Exclude<Modality, "text">, c
   );
 }
 
-/** Text or token-id inputs of an embedding request, tokenized with the model's prompt. */
-export async function encodeInputs(model: TextEmbedModel, input: unknown, promptName: string | undefined, field: string, ctx: ServerContext): Promise<Encoded[]> {
+/**
+ * Text or token-id inputs of an embedding request, checked: their result-cache keys (prompt and text, or the ids)
+ * and how to tokenize any of them, with the model's prompt.
+ */
+export function textInputs(model: TextEmbedModel, input: unknown, promptName: string | undefined, field: string, ctx: ServerContext): { keys: string[]; encode(indices: number[]): Promise<Encoded[]> } {
   if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
     if (promptName !== undefined) throw new InvalidInput("prompt_name cannot be used with token-id input", "prompt_name");
-    return tokenInputs(input as number[] | number[][], model, ctx);
+    const encoded = tokenInputs(input as number[] | number[][], model, ctx);
+    return {
+      keys: encoded.map((e) => inputKey(model.cacheScope, "ids", new Uint8Array(e.ids.buffer, e.ids.byteOffset, e.ids.byteLength))),
+      encode: async (indices) => indices.map((i) => encoded[i]!),
+    };
   }
   const texts = checkTexts(input as string | string[], field, ctx.config);
   const prompt = promptFor(model, promptName);
-  return model.encode(prompt ? texts.map((t) => prompt + t) : texts);
+  return {
+    keys: texts.map((t) => inputKey(model.cacheScope, "text", prompt, t)),
+    encode: (indices) => model.encode(indices.map((i) => prompt + texts[i]!)),
+  };
+}
+
+/** Text or token-id inputs of an embedding request, tokenized with the model's prompt. */
+export function encodeInputs(model: TextEmbedModel, input: unknown, promptName: string | undefined, field: string, ctx: ServerContext): Promise<Encoded[]> {
+  const inputs = textInputs(model, input, promptName, field, ctx);
+  return inputs.encode(inputs.keys.map((_, i) => i));
 }
 
 /** Sparse vectors of a request's inputs, pruned as asked. */
@@ -136,17 +154,27 @@ export function embeddingsRoutes(ctx: ServerContext) {
         };
       };
       const input = body.input;
+      // Each input goes through the result cache; only the missing ones are prepared and run.
+      const run = async <I>(keys: string[], prepare: (missing: number[]) => Promise<{ inputs: I[]; tokens: number[] }>, engine: { submit(inputs: I[], signal: AbortSignal): Promise<EngineResult<Float32Array>> }) => {
+        const out = await ctx.cache.through(model.name, keys, VECTOR_CODEC, async (missing) => {
+          const { inputs, tokens } = await prepare(missing);
+          return { ...(await engine.submit(inputs, request.signal)), tokens };
+        });
+        cacheHeader(set, ctx, out.hits);
+        return reply(out.results, usageOfCounts(out.tokens), out.queueMs, out.inferenceMs);
+      };
       if (tower) {
         if (body.prompt_name !== undefined) throw new InvalidInput(`prompt_name applies to text only, not to modality ${tower.modality}`, "prompt_name");
         const files = await mediaFiles(input, tower.modality, ctx, request.signal);
-        const features = await tower.prepare(files);
-        const { results, queueMs, inferenceMs } = await tower.engine.submit(features, request.signal);
         // Media usage counts inputs: there are no tokens to bill.
-        return reply(results, { prompt_tokens: files.length, total_tokens: files.length }, queueMs, inferenceMs);
+        const keys = files.map((f) => inputKey(model.cacheScope, tower.modality, f));
+        return run(keys, async (missing) => ({ inputs: await tower.prepare(missing.map((i) => files[i]!)), tokens: missing.map(() => 1) }), tower.engine);
       }
-      const encoded = await encodeInputs(model, input, body.prompt_name, "input", ctx);
-      const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
-      return reply(results, usageOf(encoded), queueMs, inferenceMs);
+      const texts = textInputs(model, input, body.prompt_name, "input", ctx);
+      return run(texts.keys, async (missing) => {
+        const inputs = await texts.encode(missing);
+        return { inputs, tokens: inputs.map((e) => e.ids.length) };
+      }, model.engine);
     },
     {
       body: EmbeddingsRequest,

@@ -3,7 +3,8 @@
 import { InvalidInput } from "../../errors";
 import type { ServedModel } from "../../engine/registry";
 import { rankResults } from "../../tasks/rerank";
-import { responseMeta, router, timingHeaders, usageOf, type ServerContext } from "../context";
+import { inputKey, SCORE_CODEC } from "../../cache/cache";
+import { cacheHeader, responseMeta, router, timingHeaders, usageOfCounts, type ServerContext } from "../context";
 import { RerankRequest } from "../schemas";
 import { checkCount, checkText } from "../validate";
 
@@ -24,8 +25,13 @@ export function rerankRoutes(ctx: ServerContext) {
         return text;
       });
       if (body.top_n !== undefined && body.top_n < 1) throw new InvalidInput(`\`top_n\` must be at least 1, got ${body.top_n}`, "top_n");
-      const encoded = await model.encode(docs, docs.map(() => body.query));
-      const { results, queueMs, inferenceMs } = await model.engine.submit(encoded, request.signal);
+      // Cached per (query, document) pair: a repeated query over unchanged documents runs only the new ones.
+      const keys = docs.map((d) => inputKey(model.cacheScope, "pair", body.query, d));
+      const { results, tokens, queueMs, inferenceMs, hits } = await ctx.cache.through(model.name, keys, SCORE_CODEC, async (missing) => {
+        const encoded = await model.encode(missing.map((i) => docs[i]!), missing.map(() => body.query));
+        return { ...(await model.engine.submit(encoded, request.signal)), tokens: encoded.map((e) => e.ids.length) };
+      });
+      cacheHeader(set, ctx, hits);
       const ranked = rankResults(results, body.top_n, body.raw_scores === true);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
       return {
@@ -36,7 +42,7 @@ export function rerankRoutes(ctx: ServerContext) {
           ...(body.return_documents ? { document: { text: docs[r.index]! } } : {}),
         })),
         model: model.name,
-        usage: usageOf(encoded),
+        usage: usageOfCounts(tokens),
         ...responseMeta("rerank"),
         meta: { billed_units: { search_units: 1 } },
       };
