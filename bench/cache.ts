@@ -4,50 +4,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureBenchModel, REPO_ROOT } from "./model";
+import { ensureBenchModel } from "./model";
+import { startServer } from "./process";
 import { percentiles } from "./stats";
 import { makeWorkload } from "./workload";
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
-
-export function freePort(): number {
-  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop(true);
-  return port;
-}
-
-/** This server in its own process, waited for until /health says 200 (or `ready` says so). */
-export async function startServer(args: string[], ready = (status: number) => status === 200) {
-  const port = freePort();
-  const proc = Bun.spawn([process.execPath, join(REPO_ROOT, "src", "cli.ts"), "--host", "127.0.0.1", "--port", String(port), ...args], {
-    cwd: REPO_ROOT,
-    stdout: "ignore",
-    stderr: "pipe",
-    env: { ...process.env, HF_HUB_OFFLINE: "1" },
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const status = await fetch(`${url}/health`).then((r) => r.status, () => 0);
-    if (ready(status)) break;
-    if (proc.exitCode !== null || Date.now() > deadline) {
-      proc.kill();
-      throw new Error(`server did not start: ${await new Response(proc.stderr).text()}`);
-    }
-    await Bun.sleep(100);
-  }
-  return {
-    url,
-    pid: proc.pid,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    },
-  };
 }
 
 async function embed(url: string, input: string[]): Promise<{ ms: number; hits: string | null; vectors: number[][] }> {

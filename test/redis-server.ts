@@ -2,19 +2,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../bench/process";
 
 export interface TestRedis {
   url: string;
   port: number;
   stop(): Promise<void>;
-}
-
-/** A port nothing listens on right now (bound, then released). */
-export function freePort(): number {
-  const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = server.port;
-  server.stop(true);
-  return port;
 }
 
 /** Starts redis-server on a free port (or on `port`, to bring one back where a client expects it). */

@@ -5,8 +5,11 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, postJson, ROOT, startTestServer } from "../helpers";
-import { freePort, startRedis, type TestRedis } from "../redis-server";
+import { fixture, postJson, startTestServer } from "../helpers";
+
+const threads = ["--tokenizer-workers", "1", "--num-threads", "1"];
+import { freePort, startServer } from "../../bench/process";
+import { startRedis, type TestRedis } from "../redis-server";
 
 const inputs = Array.from({ length: 32 }, (_, i) => `input number ${i}: the cat sat on mat ${i * 7}`);
 
@@ -131,35 +134,6 @@ describe("result cache (sqlite)", () => {
   });
 });
 
-/** A server in its own process (as replicas run), on a free port. */
-async function spawnServer(args: string[]): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = freePort();
-  const proc = Bun.spawn([process.execPath, join(ROOT, "src", "cli.ts"), "--host", "127.0.0.1", "--port", String(port), "--tokenizer-workers", "1", "--num-threads", "1", ...args], {
-    cwd: ROOT,
-    stdout: "ignore",
-    stderr: "pipe",
-    env: { ...process.env, HF_HUB_OFFLINE: "1" },
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const ok = await fetch(`${url}/health`).then((r) => r.status === 200, () => false);
-    if (ok) break;
-    if (proc.exitCode !== null || Date.now() > deadline) {
-      proc.kill();
-      throw new Error(`server did not start: ${await new Response(proc.stderr).text()}`);
-    }
-    await Bun.sleep(100);
-  }
-  return {
-    url,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    },
-  };
-}
-
 describe("result cache (redis)", () => {
   let redis: TestRedis;
   beforeAll(async () => {
@@ -171,7 +145,7 @@ describe("result cache (redis)", () => {
 
   test("two server processes share it: one fills, the other hits", async () => {
     const args = ["--model-id", fixture("bert-mean-norm"), "--result-cache", redis.url];
-    const [a, b] = await Promise.all([spawnServer(args), spawnServer(args)]);
+    const [a, b] = await Promise.all([startServer([...threads, ...args]), startServer([...threads, ...args])]);
     try {
       const filled = await postJson(`${a.url}/embeddings`, { input: inputs });
       expect(filled.headers.get("x-cache-hits")).toBe("0");
