@@ -12,6 +12,7 @@ import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
 import { ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
 import { modelCacheScope } from "../cache/scope";
+import { readDenseLayers, type DenseLayer } from "../model/dense";
 import { classifyReader } from "../tasks/classify";
 import { embedReader, projectionReader } from "../tasks/embed";
 import { rerankReader } from "../tasks/rerank";
@@ -141,6 +142,15 @@ export function tokenBudgetWithin(budgetMb: number, sessionBytes: number, bytesP
     throw new ModelLoadError(`--memory-budget-mb ${budgetMb} is too small for ${model}: one full-length input needs about ${needMb} MB`);
   }
   return tokens;
+}
+
+/**
+ * The Dense modules the server applies after pooling: none when the export has a sentence_embedding output (the
+ * sentence-transformers pipeline is inside the graph), else every Dense module's weights, read from its folder.
+ */
+export function denseHead(layout: ModelLayout, session: { outputNames: readonly string[] }): DenseLayer[] {
+  if (!layout.dense.length || session.outputNames.includes("sentence_embedding")) return [];
+  return readDenseLayers(layout.dir, layout.dense);
 }
 
 export class Registry {
@@ -324,7 +334,7 @@ export class Registry {
     const measured = { ...base, memoryBytes: bytes, sessionBytes: bytes };
     switch (layout.task) {
       case "embed":
-        return { ...measured, task: "embed", engine: engine(embedReader(layout.pooling)), media: null };
+        return { ...measured, task: "embed", engine: engine(embedReader(layout.pooling, undefined, denseHead(layout, session))), media: null };
       case "rerank":
         return { ...measured, task: "rerank", engine: engine(rerankReader) };
       case "classify":

@@ -32,6 +32,21 @@ export interface MediaLayout {
   /** Vision tower input size from config.json (fallback when the preprocessor config omits sizes). */
   imageSize: number | null;
 }
+/** A sentence-transformers Dense module after pooling, as its N_Dense/config.json describes it. */
+export interface DenseModule {
+  path: string;
+  inFeatures: number;
+  outFeatures: number;
+  bias: boolean;
+  activation: DenseActivation;
+  /** use_residual: the input (projected when the sizes differ) is added to the output. */
+  residual: boolean;
+}
+export type DenseActivation = "identity" | "tanh" | "relu" | "sigmoid";
+const DENSE_ACTIVATIONS: Record<string, DenseActivation> = {
+  Identity: "identity", Tanh: "tanh", ReLU: "relu", Sigmoid: "sigmoid",
+};
+
 export type Pooling = "mean" | "cls" | "max" | "last" | "mean_sqrt_len" | "weighted_mean";
 
 export interface ModelLayout {
@@ -56,6 +71,11 @@ export interface ModelLayout {
   sparse: SparseLayout | null;
   poolingSource: string;
   normalize: boolean;
+  /**
+   * Dense modules after pooling, in order. Applied by the server unless the export has a `sentence_embedding`
+   * output (the whole sentence-transformers pipeline inside the graph), which is then read instead.
+   */
+  dense: DenseModule[];
   /** Whether prompt tokens take part in pooling (sentence-transformers include_prompt). */
   includePrompt: boolean;
   prompts: Record<string, string>;
@@ -171,6 +191,48 @@ function readJson(dir: string, file: string): Record<string, unknown> | null {
 }
 
 interface StModule { path: string; kind: string }
+
+/**
+ * sentence-transformers modules this server implements (by the last segment of the class path). Any other module
+ * in modules.json is refused at load: serving the model without it would give wrong vectors.
+ */
+export const KNOWN_MODULES: ReadonlySet<string> = new Set([
+  "Transformer", "MLMTransformer", "Pooling", "Normalize", "Dense", "SpladePooling",
+]);
+
+/**
+ * The Dense modules of an embedder, checked against what this server can apply: after pooling (on the sentence
+ * embedding), with an activation it knows. Refuses modules it does not know, with what is there.
+ */
+export function denseModules(modules: readonly StModule[], moduleConfig: (path: string) => Record<string, unknown> | null, allowed: ReadonlySet<string> = KNOWN_MODULES): DenseModule[] {
+  const unknown = modules.filter((m) => !allowed.has(m.kind));
+  if (unknown.length) {
+    throw new ModelLoadError(
+      `modules.json has sentence-transformers module${unknown.length > 1 ? "s" : ""} this server does not implement: ` +
+        `${unknown.map((m) => `${m.kind} (${m.path || "."})`).join(", ")}; served without ${unknown.length > 1 ? "them" : "it"} the vectors would be wrong. ` +
+        `Implemented: ${[...allowed].join(", ")}`,
+    );
+  }
+  const poolingAt = modules.findIndex((m) => m.kind === "Pooling");
+  const out: DenseModule[] = [];
+  modules.forEach((m, i) => {
+    if (m.kind !== "Dense") return;
+    const cfg = moduleConfig(m.path);
+    if (!cfg) throw new ModelLoadError(`Dense module ${m.path}: missing ${m.path}/config.json`);
+    const input = cfg.module_input_name ?? "sentence_embedding";
+    if (i < poolingAt || input !== "sentence_embedding") {
+      throw new ModelLoadError(`Dense module ${m.path} works on token embeddings (before pooling); only Dense modules on the pooled sentence embedding are supported`);
+    }
+    const fn = String(cfg.activation_function ?? "torch.nn.modules.activation.Tanh");
+    const activation = DENSE_ACTIVATIONS[fn.split(".").pop() ?? ""];
+    if (!activation) throw new ModelLoadError(`Dense module ${m.path}: activation ${fn} is not supported (Identity, Tanh, ReLU, Sigmoid)`);
+    const inFeatures = Number(cfg.in_features);
+    const outFeatures = Number(cfg.out_features);
+    if (!(inFeatures > 0 && outFeatures > 0)) throw new ModelLoadError(`Dense module ${m.path}: config.json lacks in_features/out_features`);
+    out.push({ path: m.path, inFeatures, outFeatures, bias: cfg.bias !== false, activation, residual: cfg.use_residual === true });
+  });
+  return out;
+}
 
 /** modules.json of every sentence-transformers generation: the class is matched by its last name segment. */
 export function readModules(modulesJson: unknown): StModule[] {
@@ -325,6 +387,11 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     ({ file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype));
   }
 
+  if (chosen === "float16" && /^gemma3/.test(String(config.model_type ?? ""))) {
+    // Gemma 3's activations overflow float16: EmbeddingGemma's fp16 export returns NaN vectors.
+    throw new ModelLoadError(`${onnxFile}: Gemma 3 models (EmbeddingGemma) give NaN outputs in float16; use the float32 export (--dtype float32)`);
+  }
+
   // sentence-transformers modules: Transformer (maybe in a sub-folder), Pooling, Normalize, Dense.
   const modules = readModules(readJson(dir, "modules.json"));
   const transformerPath = modules.find((m) => m.kind === "Transformer")?.path ?? "";
@@ -335,9 +402,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const sparse = sparseLayout(modules, (p) => readJson(dir, join(p, "config.json")), poolingOverride,
     Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "");
   const task: Task = sparse ? "sparse" : taskInfo.task;
-  if (modules.some((m) => m.kind === "Dense")) {
-    warnings.push("modules.json has a Dense module; it is applied only if the ONNX export includes it (output sentence_embedding)");
-  }
+  // sentence-transformers CLIP repositories name their one module CLIPModel; the towers are read from config.json.
+  const dense = denseModules(modules, (p) => readJson(dir, join(p, "config.json")), media ? new Set([...KNOWN_MODULES, "CLIPModel"]) : KNOWN_MODULES);
 
   let pooling: Pooling;
   let poolingSource: string;
@@ -373,7 +439,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   // Multimodal towers output projections: their shared space has projection_dim dimensions.
   const hidden = media
     ? Number(config.projection_dim ?? (config.text_config as Record<string, unknown> | undefined)?.projection_dim)
-    : Number(config.hidden_size ?? config.d_model ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
+    : dense.length
+      ? dense[dense.length - 1]!.outFeatures
+      : Number(config.hidden_size ?? config.d_model ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
   let weightBytes = 0;
   const onnxFiles = media && !media.combined ? [media.textFile, media.mediaFile] : [onnxFile];
   for (const f of onnxFiles.flatMap((o) => [o, ...externalDataFiles(o, files)])) {
@@ -394,6 +462,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     pooling,
     poolingSource: sparse ? sparse.source : poolingSource,
     sparse,
+    dense,
     normalize,
     includePrompt: poolingConfig?.include_prompt !== false,
     prompts,

@@ -1,5 +1,6 @@
 // Embeddings: pooling of token states (one function), L2 normalisation, Matryoshka truncation, base64 encoding.
 import type { Pooling } from "../model/layout";
+import type { DenseLayer } from "../model/dense";
 import type { OutputTensor } from "../model/session";
 import { InvalidInput } from "../errors";
 import { pickOutput, type TaskReader } from "./task";
@@ -58,9 +59,40 @@ export function l2normalize(v: Float32Array): Float32Array {
   return v;
 }
 
-export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0): TaskReader<Float32Array> {
+function matVec(w: Float32Array, x: Float32Array, rows: number, cols: number, out: Float32Array): void {
+  for (let r = 0; r < rows; r++) {
+    let sum = 0;
+    const o = r * cols;
+    for (let c = 0; c < cols; c++) sum += w[o + c]! * x[c]!;
+    out[r]! += sum;
+  }
+}
+
+/** sentence-transformers Dense modules on a pooled vector, in order: activation(W x + b) (+ residual). */
+export function applyDense(v: Float32Array, layers: readonly DenseLayer[]): Float32Array {
+  for (const l of layers) {
+    if (v.length !== l.inFeatures) throw new Error(`Dense layer takes ${l.inFeatures} values, the pooled vector has ${v.length}`);
+    const out = l.bias ? Float32Array.from(l.bias) : new Float32Array(l.outFeatures);
+    matVec(l.weight, v, l.outFeatures, l.inFeatures, out);
+    for (let i = 0; i < out.length; i++) {
+      const x = out[i]!;
+      out[i] = l.activation === "tanh" ? Math.tanh(x) : l.activation === "relu" ? Math.max(0, x) : l.activation === "sigmoid" ? 1 / (1 + Math.exp(-x)) : x;
+    }
+    if (l.residual === "identity") for (let i = 0; i < out.length; i++) out[i]! += v[i]!;
+    else if (l.residual) matVec(l.residual, v, l.outFeatures, l.inFeatures, out);
+    v = out;
+  }
+  return v;
+}
+
+/**
+ * Reads an embedder's output: a `sentence_embedding` output when the export has one (pooling, Dense and
+ * normalisation inside the graph, as EmbeddingGemma's export), else token states pooled here and passed through
+ * the Dense modules the graph lacks.
+ */
+export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0, dense: readonly DenseLayer[] = []): TaskReader<Float32Array> {
   return {
-    outputName: (names) => pickOutput(names, ["last_hidden_state", "token_embeddings", "sentence_embedding", "text_embeds"]),
+    outputName: (names) => pickOutput(names, ["sentence_embedding", "last_hidden_state", "token_embeddings", "text_embeds"]),
     read(out: OutputTensor, lengths, starts) {
       const rows: Float32Array[] = new Array(lengths.length);
       if (out.dims.length === 2) {
@@ -70,7 +102,10 @@ export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0
         return rows;
       }
       const skip = skipTokens();
-      for (let b = 0; b < lengths.length; b++) rows[b] = pool(out.data, out.dims, b, lengths[b]!, pooling, skip, starts?.[b] ?? 0);
+      for (let b = 0; b < lengths.length; b++) {
+        const pooled = pool(out.data, out.dims, b, lengths[b]!, pooling, skip, starts?.[b] ?? 0);
+        rows[b] = dense.length ? applyDense(pooled, dense) : pooled;
+      }
       return rows;
     },
   };

@@ -1,5 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { chooseOnnxFile, chooseTowerFiles, externalDataFiles, mediaModalityOf, onnxFilesFor, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { chooseOnnxFile, chooseTowerFiles, denseModules, externalDataFiles, mediaModalityOf, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { readDenseLayers } from "../../src/model/dense";
+import { denseHead } from "../../src/engine/registry";
+import { applyDense } from "../../src/tasks/embed";
 import { ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";
 import { listFolder } from "../../src/model/resolve";
@@ -138,5 +141,59 @@ describe("multimodal towers", () => {
     expect(clap.modalities).toEqual(["text", "audio"]);
     expect(clap.media?.mediaFile).toBe("onnx/audio_model.onnx");
     expect(readLayout(fixture("bert-mean-norm"), listFolder(fixture("bert-mean-norm")), "auto", "auto").modalities).toEqual(["text"]);
+  });
+});
+
+describe("model families: decoders, Dense modules, unknown modules", () => {
+  const st = (kind: string, path = "") => ({ path, type: `sentence_transformers.models.${kind}` });
+
+  test("padding side from tokenizer_config, else tokenizer.json's padding direction", () => {
+    expect(paddingSideOf({ padding_side: "left" }, null)).toBe("left");
+    expect(paddingSideOf({}, { padding: { direction: "Left" } })).toBe("left");
+    expect(paddingSideOf({}, { padding: null })).toBe("right");
+    const files = listFolder(fixture("qwen3-embed"));
+    const l = readLayout(fixture("qwen3-embed"), files, "auto", "auto");
+    expect([l.paddingSide, l.pooling, l.onnxFile]).toEqual(["left", "last", "onnx/model.onnx"]);
+  });
+
+  test("an unknown sentence-transformers module is refused at load, naming it", () => {
+    const mods = readModules([st("Transformer"), st("Pooling", "1_Pooling"), st("LayerNorm", "2_LayerNorm")]);
+    expect(() => denseModules(mods, () => null)).toThrow(/LayerNorm \(2_LayerNorm\).*would be wrong/);
+    expect(() => denseModules(readModules([st("Transformer"), st("WordWeights", "1"), st("Pooling", "2")]), () => null)).toThrow(ModelLoadError);
+  });
+
+  test("Dense modules: config read, token-level Dense and unknown activations refused", () => {
+    const mods = readModules([st("Transformer"), st("Pooling", "1_Pooling"), st("Dense", "2_Dense")]);
+    const cfg = { in_features: 4, out_features: 2, bias: false, activation_function: "torch.nn.modules.linear.Identity" };
+    expect(denseModules(mods, () => cfg)).toEqual([{ path: "2_Dense", inFeatures: 4, outFeatures: 2, bias: false, activation: "identity", residual: false }]);
+    expect(() => denseModules(mods, () => ({ ...cfg, activation_function: "torch.nn.modules.activation.GELU" }))).toThrow(/GELU/);
+    expect(() => denseModules(mods, () => ({ ...cfg, module_input_name: "token_embeddings" }))).toThrow(/token embeddings/);
+    const before = readModules([st("Transformer"), st("Dense", "1_Dense"), st("Pooling", "2_Pooling")]);
+    expect(() => denseModules(before, () => cfg)).toThrow(/before pooling/);
+  });
+
+  test("bert-dense: Dense weights from safetensors; dimension is the last Dense's", () => {
+    const l = readLayout(fixture("bert-dense"), listFolder(fixture("bert-dense")), "auto", "auto");
+    expect(l.dense.map((d) => [d.inFeatures, d.outFeatures, d.bias, d.activation])).toEqual([[32, 24, true, "tanh"], [24, 16, false, "identity"]]);
+    expect(l.hiddenSize).toBe(16);
+    const layers = readDenseLayers(l.dir, l.dense);
+    expect(layers[0]!.weight.length).toBe(24 * 32);
+    expect(layers[0]!.bias!.length).toBe(24);
+    expect(applyDense(new Float32Array(32).fill(0.1), layers).length).toBe(16);
+  });
+
+  test("gemma-embed: sentence_embedding output is read; without it the missing Dense weights refuse the model", () => {
+    const l = readLayout(fixture("gemma-embed"), listFolder(fixture("gemma-embed")), "auto", "auto");
+    expect(l.dense.length).toBe(2);
+    expect(denseHead(l, { outputNames: ["last_hidden_state", "sentence_embedding"] })).toEqual([]);
+    expect(() => denseHead(l, { outputNames: ["last_hidden_state"] })).toThrow(/no sentence_embedding output.*2_Dense\/model.safetensors is missing/);
+  });
+
+  test("applyDense: activation(W x + b), residual", () => {
+    const layer = { inFeatures: 2, outFeatures: 2, weight: Float32Array.from([1, 2, 3, 4]), bias: Float32Array.from([0.5, -0.5]), activation: "identity" as const, residual: null };
+    expect(Array.from(applyDense(Float32Array.from([1, 1]), [layer]))).toEqual([3.5, 6.5]);
+    expect(Array.from(applyDense(Float32Array.from([1, 1]), [{ ...layer, activation: "relu", bias: Float32Array.from([-4, 0]) }]))).toEqual([0, 7]);
+    expect(Array.from(applyDense(Float32Array.from([1, 1]), [{ ...layer, residual: "identity" }]))).toEqual([4.5, 7.5]);
+    expect(applyDense(Float32Array.from([0, 0]), [{ ...layer, activation: "tanh", bias: Float32Array.from([1, 0]) }])[0]).toBeCloseTo(Math.tanh(1), 6);
   });
 });

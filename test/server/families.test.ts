@@ -6,12 +6,13 @@ import type { RunningServer } from "../../src/server/serve";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
 const QWEN = ["qwen3-embed", "qwen3-embed-qdrant"] as const;
+const DENSE = ["bert-dense", "gemma-embed"] as const;
 let server: RunningServer;
 let url: string;
 
 beforeAll(async () => {
   server = await startTestServer({
-    "model-id": [...QWEN.map(fixture)],
+    "model-id": [...QWEN.map(fixture), ...DENSE.map(fixture)],
     "batch-size": "8",
     "max-inputs-per-request": "64",
   });
@@ -76,4 +77,21 @@ describe("decoder embedders (Qwen3-Embedding): last-token pooling, left padding"
       });
     });
   }
+});
+
+describe("sentence-transformers Dense modules", () => {
+  test("bert-dense: the export stops at last_hidden_state; Tanh and Identity Dense layers applied after pooling", async () => {
+    const ref = await reference("bert-dense");
+    expect(ref.dimension).toBe(16);
+    await checkParity("bert-dense", ref.cases);
+    const models = await (await fetch(`${url}/models`)).json();
+    expect(models.data.find((m: { id: string }) => m.id === "bert-dense").dimensions).toBe(16);
+  });
+
+  test("gemma-embed (EmbeddingGemma layout): the sentence_embedding output is read; prompts", async () => {
+    // Its Dense folders hold only config.json: without sentence_embedding the model would not load.
+    const ref = await reference("gemma-embed");
+    await checkParity("gemma-embed", ref.cases);
+    await checkParity("gemma-embed", [...ref.prompt_cases, ...ref.cases.slice(3, 7)], (c) => (c.prompt_name ? { prompt_name: c.prompt_name } : {}));
+  });
 });
