@@ -8,6 +8,9 @@ import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { ModelLoadError } from "../errors";
 import type { Feed, InputSpec, OutputTensor, SessionSettings } from "./session";
+import { halfToFloat } from "./half";
+
+export { halfToFloat };
 
 const PROVIDER_OF_DEVICE: Record<string, string> = {
   cpu: "cpu", cuda: "cuda", tensorrt: "tensorrt", coreml: "coreml", dml: "dml", webgpu: "webgpu",
@@ -140,15 +143,3 @@ export function toFloat32(tensor: ort.Tensor): Float32Array {
   throw new ModelLoadError(`unsupported output type ${tensor.type}`);
 }
 
-export function halfToFloat(h: Uint16Array): Float32Array {
-  const out = new Float32Array(h.length);
-  for (let i = 0; i < h.length; i++) {
-    const x = h[i]!;
-    const sign = x & 0x8000 ? -1 : 1;
-    const exp = (x >> 10) & 0x1f;
-    const frac = x & 0x3ff;
-    out[i] =
-      exp === 0 ? sign * frac * 2 ** -24 : exp === 31 ? (frac ? NaN : sign * Infinity) : sign * (1 + frac / 1024) * 2 ** (exp - 15);
-  }
-  return out;
-}

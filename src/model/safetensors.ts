@@ -3,18 +3,11 @@
 // sentence-transformers modules that sit outside the ONNX graph (Dense heads).
 import { readFileSync } from "node:fs";
 import { ModelLoadError } from "../errors";
-import { halfToFloat } from "./session";
+import { bf16ToFloat, halfToFloat } from "./half";
 
 export interface WeightTensor {
   shape: number[];
   data: Float32Array;
-}
-
-function bf16ToFloat(h: Uint16Array): Float32Array {
-  const out = new Float32Array(h.length);
-  const bits = new Uint32Array(out.buffer);
-  for (let i = 0; i < h.length; i++) bits[i] = h[i]! << 16;
-  return out;
 }
 
 /** Every tensor of a safetensors file as float32 (F32, F16 and BF16 are read; other dtypes are refused). */
