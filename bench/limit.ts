@@ -209,7 +209,7 @@ export interface LimitRun {
 }
 
 export async function runLimit(o: LimitOptions, progress: (m: string) => void): Promise<LimitRun> {
-  const pool = makeWorkload(o.modelDir, o.poolSize, o.workloadSeed).texts;
+  const pool = (await makeWorkload(o.modelDir, o.poolSize, o.workloadSeed)).texts;
   const sorted = pool.slice().sort((a, b) => a.ids.length - b.ids.length);
     const onnx = join(o.modelDir, "onnx", "model.onnx");
   const sessions = new Map<number, ort.InferenceSession>();

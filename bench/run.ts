@@ -608,7 +608,7 @@ async function main(): Promise<void> {
   const p = plan(o);
   const started = performance.now();
   const modelDir = ensureBenchModel({ variant: o.variant, log });
-  const pool = makeWorkload(modelDir, POOL_SIZE, WORKLOAD_SEED).texts;
+  const pool = (await makeWorkload(modelDir, POOL_SIZE, WORKLOAD_SEED)).texts;
   const lens = lengthStats(pool);
   log(`workload: ${pool.length} texts, tokens min ${lens.min} p10 ${lens.p10} p50 ${lens.p50} p90 ${lens.p90} max ${lens.max} mean ${lens.mean.toFixed(1)}`);
   if (o.waitQuiet > 0) {

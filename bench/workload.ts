@@ -3,7 +3,7 @@
 // and the deterministic order in which requests draw from the pool.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Tokenizer } from "@huggingface/tokenizers";
+import { Tokenizer } from "tokenizers";
 import { prng } from "./model";
 
 const WORDS = `
@@ -58,15 +58,18 @@ function sentence(next: () => number, words: number): string {
   return out.join(" ") + (next() % 7 === 0 ? "?" : ".");
 }
 
+/** The model's tokenizer.json in the Rust tokenizers library, as the server runs it (no truncation or padding). */
 export function loadTokenizer(modelDir: string): Tokenizer {
-  const json = JSON.parse(readFileSync(join(modelDir, "tokenizer.json"), "utf8"));
-  const config = JSON.parse(readFileSync(join(modelDir, "tokenizer_config.json"), "utf8"));
-  return new Tokenizer(json, config);
+  const tok = Tokenizer.fromString(readFileSync(join(modelDir, "tokenizer.json"), "utf8"));
+  tok.disableTruncation();
+  tok.disablePadding();
+  return tok;
 }
 
 /** `count` texts for `seed`; every system is sent exactly these. */
-export function makeWorkload(modelDir: string, count: number, seed = 12345): Workload {
+export async function makeWorkload(modelDir: string, count: number, seed = 12345): Promise<Workload> {
   const tok = loadTokenizer(modelDir);
+  const ids = async (text: string) => (await tok.encode(text, null, { addSpecialTokens: true })).getIds();
   const next = prng(seed, 0xbe4c);
   const texts: WorkloadText[] = [];
   for (let n = 0; n < count; n++) {
@@ -80,14 +83,14 @@ export function makeWorkload(modelDir: string, count: number, seed = 12345): Wor
       words += Math.max(w, 2);
     }
     let text = parts.join(" ");
-    let ids = tok.encode(text).ids;
-    while (ids.length > target + 2 && text.includes(" ")) {
+    let tokens = await ids(text);
+    while (tokens.length > target + 2 && text.includes(" ")) {
       // Drop trailing words until the token count fits the target (queries stay short, passages stay <= ~258).
-      const drop = Math.max(1, Math.floor((ids.length - target - 2) / 2));
+      const drop = Math.max(1, Math.floor((tokens.length - target - 2) / 2));
       text = text.split(" ").slice(0, -drop).join(" ");
-      ids = tok.encode(text).ids;
+      tokens = await ids(text);
     }
-    texts.push({ text, ids: Int32Array.from(ids.slice(0, 512)) });
+    texts.push({ text, ids: Int32Array.from(tokens.slice(0, 512)) });
   }
   return { texts, seed };
 }

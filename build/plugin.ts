@@ -20,6 +20,8 @@ const ADDON_REQUIRE = "require(`../bin/napi-v6/${process.platform}/${process.arc
 const SHARP_LOADER = join(import.meta.dir, "runtime", "sharp.ts");
 /** The first addon require in sharp/dist/sharp.{mjs,cjs}; the build fails if a new sharp version changes it. */
 const SHARP_REQUIRE = "require(`../src/build/Release/sharp-${runtimePlatform}-${version}.node`)";
+const TOKENIZERS_ROOT = dirname(Bun.resolveSync("tokenizers/package.json", import.meta.dir));
+const TOKENIZERS_LOADER = join(import.meta.dir, "runtime", "tokenizers.ts");
 /** transformers.js's node build requires onnxruntime-node at run time (not bundled); see the plugin below. */
 const TRANSFORMERS_ORT_REQUIRE = 'requireFromHere("onnxruntime-node")';
 
@@ -122,6 +124,26 @@ function sharpBundleModule(t: NativeTarget): string {
   );
 }
 
+/**
+ * The `tokenizers` package's prebuilt addon for a target (glibc on Linux, as Bun's own linux targets). The package
+ * holds every platform's addon (~65 MB together); only this one is embedded. It needs no library of its own.
+ */
+export function tokenizersAddon(t: NativeTarget): { name: string; path: string } {
+  const name = t.os === "linux" ? `tokenizers.linux-${t.arch}-gnu.node` : `tokenizers.darwin-${t.arch}.node`;
+  const path = join(TOKENIZERS_ROOT, name);
+  if (!existsSync(path)) throw new Error(`the tokenizers package has no prebuilt addon for ${t.os}-${t.arch} (${path})`);
+  return { name, path };
+}
+
+function tokenizersBundleModule(t: NativeTarget): string {
+  const { name, path } = tokenizersAddon(t);
+  const hash = `tokenizers-${t.os}-${t.arch}-${createHash("sha256").update(readFileSync(path)).digest("hex").slice(0, 16)}`;
+  return (
+    `import f0 from ${JSON.stringify(path)} with { type: "file" };\n` +
+    `export default { hash: ${JSON.stringify(hash)}, addon: ${JSON.stringify(name)}, files: [{ name: ${JSON.stringify(name)}, source: f0, size: ${statSync(path).size} }] };\n`
+  );
+}
+
 export function nativePlugin(t: NativeTarget): BunPlugin {
   const files = nativeFiles(t);
   const hash = nativeHash(t, files);
@@ -163,6 +185,17 @@ export function nativePlugin(t: NativeTarget): BunPlugin {
           : `const { sharpAddonPath: __infinitySharpAddonPath } = require(${JSON.stringify(SHARP_LOADER)});\n`;
         const body = source.replace(SHARP_REQUIRE, "require(__infinitySharpPath)");
         return { contents: `${header}const __infinitySharpPath = __infinitySharpAddonPath();\n${body}`, loader: "js" };
+      });
+      // The tokenizers package picks its addon among every platform's at run time; the binary holds the target's
+      // only, extracted by build/runtime/tokenizers.ts. Its index.js only re-exports the addon's classes.
+      build.onResolve({ filter: /^infinity:tokenizers-bundle$/ }, () => ({ path: "tokenizers-bundle", namespace: "infinity" }));
+      build.onLoad({ filter: /^tokenizers-bundle$/, namespace: "infinity" }, () => ({ contents: tokenizersBundleModule(t), loader: "js" }));
+      build.onLoad({ filter: /[\\/]node_modules[\\/]tokenizers[\\/]index\.js$/ }, async (args) => {
+        const source = await Bun.file(args.path).text();
+        if (!source.includes("module.exports.Tokenizer = nativeBinding.Tokenizer")) {
+          throw new Error(`${args.path} no longer re-exports the addon's Tokenizer; update build/plugin.ts`);
+        }
+        return { contents: `module.exports = require(require(${JSON.stringify(TOKENIZERS_LOADER)}).tokenizersAddonPath());\n`, loader: "js" };
       });
       // transformers.js (the media worker's audio feature extractor) requires onnxruntime-node through
       // createRequire at run time, which finds no node_modules in the binary. Import it instead, so it is the

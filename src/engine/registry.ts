@@ -262,7 +262,7 @@ export class Registry {
       onFault: () => this.metrics?.workerRestarts.inc({ model: label }),
     });
     const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
-    const encoder = new Encoder(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
+    const encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
     const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
     const key = c.servedModelName;
     await this.pool.load(key, layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
@@ -288,7 +288,7 @@ export class Registry {
         let chars = 0;
         for (let i = 0; i < texts.length; i++) chars += texts[i]!.length + (firsts ? firsts[i]!.length : 0);
         if (chars > INLINE_TOKENIZE_CHARS) return this.pool.encode(key, texts, firsts);
-        return Promise.resolve(texts.map((t, i) => (firsts ? encoder.encodePair(firsts[i]!, t) : encoder.encode(t))));
+        return encoder.encodeBatch(texts, firsts);
       },
       encoder,
       session,

@@ -1,7 +1,10 @@
-// Truncation and special tokens, in one place. The tokenizer library encodes text; the post-processor's template
-// (which special tokens go where, and their type ids) is read off it once by probing, so truncation can keep the
-// special tokens exactly as the hub's Rust tokenizers do (`truncation=True`, longest-first for pairs).
-import { Tokenizer } from "@huggingface/tokenizers";
+// Truncation and special tokens, in one place. The Rust `tokenizers` library (its official Node-API binding, the
+// same code the Python `tokenizers` and transformers' fast tokenizers run) encodes text; the post-processor's
+// template (which special tokens go where, and their type ids) is read off it once by probing, so truncation keeps
+// the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
+// The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
+import { Tokenizer } from "tokenizers";
+import { cutAtOrAfter, cutPolicy, shortenAsciiRuns, type CutPolicy } from "./prefix";
 
 export interface Encoded {
   ids: Int32Array;
@@ -51,94 +54,158 @@ export function longestFirst(n1: number, n2: number, budget: number): [number, n
   return swap ? [long, short] : [short, long];
 }
 
-export class Encoder {
-  private readonly tokenizer: Tokenizer;
-  private readonly template: Template;
-  /** Ids below this are valid token ids (added tokens included). */
-  readonly vocabSize: number;
+/** Content ids of one text: all of them, or (complete false) at least the number asked for, from a prefix. */
+interface Content {
+  ids: Int32Array;
+  complete: boolean;
+}
 
-  constructor(
-    tokenizerJson: unknown,
-    tokenizerConfig: Record<string, unknown>,
+/**
+ * Texts at most this long are encoded whole: below it cutting saves little. Above it, the first cut is looked for
+ * after max(this, needed tokens x FIRST_CUT_CHARS_PER_TOKEN) characters, then 4x further each time too few tokens came.
+ */
+const WHOLE_CHARS = 16384;
+const FIRST_CUT_CHARS_PER_TOKEN = 8;
+
+const CONTENT_ONLY = { addSpecialTokens: false } as const;
+
+export class Encoder {
+  private constructor(
+    private readonly tokenizer: Tokenizer,
+    private readonly template: Template,
+    private readonly cuts: CutPolicy | null,
+    /** Ids below this are valid token ids (added tokens included). */
+    readonly vocabSize: number,
     /** Longest sequence, special tokens included. */
     readonly maxLength: number,
-  ) {
-    this.tokenizer = new Tokenizer(tokenizerJson as object, tokenizerConfig);
-    this.template = this.probeTemplate();
-    let maxId = -1;
-    for (const id of this.tokenizer.get_vocab(true).values()) if (id > maxId) maxId = id;
-    this.vocabSize = maxId + 1;
-    const specials = this.template.pair.prefix.length + this.template.pair.middle.length + this.template.pair.suffix.length;
+  ) {}
+
+  /**
+   * Token ids come from tokenizer.json alone, as with the Rust library everywhere; `tokenizerConfig` is accepted for
+   * what transformers reads from it around the tokenizer (padding side, model_max_length are read by the layout).
+   */
+  static async create(tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, maxLength: number): Promise<Encoder> {
+    void tokenizerConfig;
+    const tokenizer = Tokenizer.fromString(JSON.stringify(tokenizerJson));
+    // tokenizer.json may carry its own truncation and padding sections (paraphrase-multilingual's: truncate to 128,
+    // pad to the batch's longest), which the binding would apply to every encoding: this file decides both.
+    tokenizer.disableTruncation();
+    tokenizer.disablePadding();
+    const template = await probeTemplate(tokenizer);
+    const specials = template.pair.prefix.length + template.pair.middle.length + template.pair.suffix.length;
     if (maxLength <= specials) throw new Error(`max length ${maxLength} leaves no room for content tokens`);
-  }
-
-  private content(text: string): number[] {
-    return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
-  }
-
-  /** Reads the post-processor's template off two probe encodings. */
-  private probeTemplate(): Template {
-    const a = this.content("a");
-    const b = this.content("b");
-    const single = this.tokenizer.encode("a").ids;
-    const at = indexOfRun(single, a);
-    if (at < 0) throw new Error("tokenizer post-processor changes the content tokens; unsupported");
-    const pairEnc = this.tokenizer.encode("a", { text_pair: "b", return_token_type_ids: true });
-    const ids = pairEnc.ids;
-    const types = pairEnc.token_type_ids ?? new Array(ids.length).fill(0);
-    const pa = indexOfRun(ids, a);
-    const pb = indexOfRun(ids, b, pa + a.length);
-    if (pa < 0 || pb < 0) throw new Error("tokenizer pair template could not be read");
-    return {
-      single: { prefix: single.slice(0, at), suffix: single.slice(at + a.length) },
-      pair: {
-        prefix: ids.slice(0, pa),
-        middle: ids.slice(pa + a.length, pb),
-        suffix: ids.slice(pb + b.length),
-        prefixTypes: types.slice(0, pa),
-        middleTypes: types.slice(pa + a.length, pb),
-        suffixTypes: types.slice(pb + b.length),
-        firstType: types[pa] ?? 0,
-        secondType: types[pb] ?? 0,
-      },
-    };
+    return new Encoder(tokenizer, template, cutPolicy(tokenizerJson), maxTokenId(tokenizerJson) + 1, maxLength);
   }
 
   /** Token id of a token string (for pad ids). */
   tokenId(token: string): number | undefined {
-    return this.tokenizer.token_to_id(token);
+    return this.tokenizer.tokenToId(token) ?? undefined;
   }
 
   /** Number of content tokens of a text, without special tokens or truncation (prompt lengths). */
-  countContent(text: string): number {
-    return this.content(text).length;
+  async countContent(text: string): Promise<number> {
+    return (await this.tokenizer.encode(text, null, CONTENT_ONLY)).getLength();
+  }
+
+  /**
+   * Content ids of texts: whole, or from a prefix that gives at least `need` tokens (prefix.ts says why those are
+   * exactly the first tokens of the whole text). Short texts go to the binding in one batch.
+   */
+  private async contents(texts: readonly string[], need: number): Promise<Content[]> {
+    const out: Content[] = new Array(texts.length);
+    const whole: string[] = [];
+    const wholeAt: number[] = [];
+    const cut: Promise<void>[] = [];
+    for (let i = 0; i < texts.length; i++) {
+      let text = texts[i]!;
+      if (this.cuts?.wordPieceMaxChars && text.length > WHOLE_CHARS) text = shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
+      if (this.cuts && text.length > WHOLE_CHARS && need < Infinity) {
+        cut.push(this.prefixContent(text, need, this.cuts).then((c) => void (out[i] = c)));
+      } else {
+        whole.push(text);
+        wholeAt.push(i);
+      }
+    }
+    if (whole.length > 0) {
+      const encodings = await this.tokenizer.encodeBatch(whole, CONTENT_ONLY);
+      for (let j = 0; j < encodings.length; j++) out[wholeAt[j]!] = { ids: Int32Array.from(encodings[j]!.getIds()), complete: true };
+    }
+    await Promise.all(cut);
+    return out;
+  }
+
+  private async prefixContent(text: string, need: number, cuts: CutPolicy): Promise<Content> {
+    let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
+    for (;;) {
+      const at = from < text.length ? cutAtOrAfter(text, from, cuts) : -1;
+      const part = at < 0 ? text : text.slice(0, at);
+      const ids = Int32Array.from((await this.tokenizer.encode(part, null, CONTENT_ONLY)).getIds());
+      if (at < 0) return { ids, complete: true };
+      if (ids.length >= need) return { ids, complete: false };
+      from = at * 4;
+    }
   }
 
   /** One sequence, truncated to maxLength with its special tokens kept. */
-  encode(text: string): Encoded {
+  async encode(text: string): Promise<Encoded> {
+    return (await this.encodeBatch([text]))[0]!;
+  }
+
+  /** A (query, document) pair, truncated longest-first to maxLength. */
+  async encodePair(first: string, second: string): Promise<Encoded> {
+    return (await this.encodeBatch([second], [first]))[0]!;
+  }
+
+  /** Texts, or pairs (firsts[i] with texts[i]), each truncated as encode / encodePair do; results in input order. */
+  async encodeBatch(texts: readonly string[], firsts?: readonly string[]): Promise<Encoded[]> {
+    if (!firsts) {
+      const { prefix, suffix } = this.template.single;
+      const contents = await this.contents(texts, this.maxLength - prefix.length - suffix.length);
+      return contents.map((c) => this.single(c.ids));
+    }
+    const t = this.template.pair;
+    const budget = this.maxLength - t.prefix.length - t.middle.length - t.suffix.length;
+    // Longest-first needs the exact lengths only when both sides are over the budget (which one is longer decides
+    // who gets the odd token); below that, knowing a side has more than `budget` tokens is enough.
+    const both = await this.contents([...firsts, ...texts], budget + 1);
+    const n = texts.length;
+    const redo: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const a = both[i]!;
+      const b = both[n + i]!;
+      if (a.ids.length > budget && b.ids.length > budget && !(a.complete && b.complete)) redo.push(i);
+    }
+    if (redo.length > 0) {
+      const exact = await this.contents(redo.flatMap((i) => [firsts[i]!, texts[i]!]), Infinity);
+      redo.forEach((i, k) => {
+        both[i] = exact[2 * k]!;
+        both[n + i] = exact[2 * k + 1]!;
+      });
+    }
+    const out: Encoded[] = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.pair(both[i]!.ids, both[n + i]!.ids, budget);
+    return out;
+  }
+
+  private single(body: Int32Array): Encoded {
     const { prefix, suffix } = this.template.single;
-    const body = this.content(text);
     const keep = Math.min(body.length, this.maxLength - prefix.length - suffix.length);
     const ids = new Int32Array(prefix.length + keep + suffix.length);
     ids.set(prefix, 0);
-    for (let i = 0; i < keep; i++) ids[prefix.length + i] = body[i]!;
+    ids.set(body.subarray(0, keep), prefix.length);
     ids.set(suffix, prefix.length + keep);
     return { ids, typeIds: null };
   }
 
-  /** A (query, document) pair, truncated longest-first to maxLength. */
-  encodePair(first: string, second: string): Encoded {
+  private pair(a: Int32Array, b: Int32Array, budget: number): Encoded {
     const t = this.template.pair;
-    const a = this.content(first);
-    const b = this.content(second);
-    const budget = this.maxLength - t.prefix.length - t.middle.length - t.suffix.length;
     const [na, nb] = longestFirst(a.length, b.length, budget);
     const total = t.prefix.length + na + t.middle.length + nb + t.suffix.length;
     const ids = new Int32Array(total);
     const typeIds = new Int32Array(total);
     let o = 0;
-    const put = (src: readonly number[], n: number, types: readonly number[] | number) => {
-      for (let i = 0; i < n; i++, o++) {
+    const put = (src: ArrayLike<number>, count: number, types: readonly number[] | number) => {
+      for (let i = 0; i < count; i++, o++) {
         ids[o] = src[i]!;
         typeIds[o] = typeof types === "number" ? types : types[i]!;
       }
@@ -150,6 +217,52 @@ export class Encoder {
     put(t.suffix, t.suffix.length, t.suffixTypes);
     return { ids, typeIds };
   }
+}
+
+/** Largest id of the model's vocabulary and the added tokens (read off the JSON: the binding's getVocab is slow). */
+function maxTokenId(tokenizerJson: unknown): number {
+  const tj = tokenizerJson as { model?: { vocab?: unknown }; added_tokens?: Array<{ id?: unknown }> };
+  const vocab = tj.model?.vocab;
+  // Unigram: a list of [piece, score], ids by position; WordPiece, BPE, WordLevel: token -> id.
+  let max = Array.isArray(vocab) ? vocab.length - 1 : -1;
+  if (!Array.isArray(vocab) && vocab && typeof vocab === "object") {
+    for (const id of Object.values(vocab)) if (typeof id === "number" && id > max) max = id;
+  }
+  for (const t of tj.added_tokens ?? []) if (typeof t.id === "number" && t.id > max) max = t.id;
+  return max;
+}
+
+/** Reads the post-processor's template off probe encodings of "a" and "b". */
+async function probeTemplate(tokenizer: Tokenizer): Promise<Template> {
+  const [aEnc, bEnc, singleEnc, pairEnc] = await Promise.all([
+    tokenizer.encode("a", null, CONTENT_ONLY),
+    tokenizer.encode("b", null, CONTENT_ONLY),
+    tokenizer.encode("a", null, { addSpecialTokens: true }),
+    tokenizer.encode("a", "b", { addSpecialTokens: true }),
+  ]);
+  const a = aEnc.getIds();
+  const b = bEnc.getIds();
+  const single = singleEnc.getIds();
+  const at = indexOfRun(single, a);
+  if (at < 0) throw new Error("tokenizer post-processor changes the content tokens; unsupported");
+  const ids = pairEnc.getIds();
+  const types = pairEnc.getTypeIds();
+  const pa = indexOfRun(ids, a);
+  const pb = indexOfRun(ids, b, pa + a.length);
+  if (pa < 0 || pb < 0) throw new Error("tokenizer pair template could not be read");
+  return {
+    single: { prefix: single.slice(0, at), suffix: single.slice(at + a.length) },
+    pair: {
+      prefix: ids.slice(0, pa),
+      middle: ids.slice(pa + a.length, pb),
+      suffix: ids.slice(pb + b.length),
+      prefixTypes: types.slice(0, pa),
+      middleTypes: types.slice(pa + a.length, pb),
+      suffixTypes: types.slice(pb + b.length),
+      firstType: types[pa] ?? 0,
+      secondType: types[pb] ?? 0,
+    },
+  };
 }
 
 /** The pad id: tokenizer.json's padding section, else the configured pad token, else config.json, else 0. */

@@ -6,20 +6,18 @@ declare const self: Worker;
 
 const encoders = new Map<string, Encoder>();
 
-function handle(msg: WorkerRequest): WorkerResponse {
+async function handle(msg: WorkerRequest): Promise<WorkerResponse> {
   if (msg.type === "load") {
-    encoders.set(msg.key, new Encoder(msg.tokenizerJson, msg.tokenizerConfig, msg.maxLength));
+    encoders.set(msg.key, await Encoder.create(msg.tokenizerJson, msg.tokenizerConfig, msg.maxLength));
     return { id: msg.id, ok: true };
   }
   const encoder = encoders.get(msg.key);
   if (!encoder) return { id: msg.id, ok: false, error: `tokenizer ${msg.key} is not loaded in this worker` };
   const n = msg.texts.length;
-  const parts = new Array(n);
+  const parts = await encoder.encodeBatch(msg.texts, msg.pairs);
   let total = 0;
   let anyTypes = false;
-  for (let i = 0; i < n; i++) {
-    const e = msg.pairs ? encoder.encodePair(msg.pairs[i]!, msg.texts[i]!) : encoder.encode(msg.texts[i]!);
-    parts[i] = e;
+  for (const e of parts) {
     total += e.ids.length;
     if (e.typeIds) anyTypes = true;
   }
@@ -29,7 +27,7 @@ function handle(msg: WorkerRequest): WorkerResponse {
   const offsets = new Int32Array(n + 1);
   let o = 0;
   for (let i = 0; i < n; i++) {
-    const e = parts[i];
+    const e = parts[i]!;
     ids.set(e.ids, o);
     if (typeIds && e.typeIds) typeIds.set(e.typeIds, o);
     o += e.ids.length;
@@ -38,10 +36,10 @@ function handle(msg: WorkerRequest): WorkerResponse {
   return { id: msg.id, ok: true, ids, typeIds, offsets };
 }
 
-self.onmessage = (event: MessageEvent<WorkerRequest>) => {
+self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
   const msg = event.data;
   try {
-    const res = handle(msg);
+    const res = await handle(msg);
     const transfer: ArrayBuffer[] = [];
     if (res.ok && res.ids) {
       transfer.push(res.ids.buffer as ArrayBuffer, res.offsets!.buffer as ArrayBuffer);

@@ -114,9 +114,21 @@ describe("compiled binary", () => {
     const body = (await r.json()) as { data: { index: number; embedding: number[] }[] };
     expect(body.data.length).toBe(cases.length);
     for (const d of body.data) expect(cosine(d.embedding, cases[d.index]!.embedding)).toBeGreaterThan(0.9999);
+    // Over 4096 characters a request is tokenized in the tokenizer workers, which load the Rust addon themselves.
+    const long = await fetch(`${base}/embeddings`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "bert-mean-norm", input: [cases[0]!.text, "word ".repeat(2000)] }),
+    });
+    expect(long.status).toBe(200);
+    const longBody = (await long.json()) as { data: { index: number; embedding: number[] }[] };
+    expect(cosine(longBody.data[0]!.embedding, cases[0]!.embedding)).toBeGreaterThan(0.9999);
 
     expect(await stop(proc)).toBe(0);
     firstRun = snapshot(nativeDir);
+    // The Rust tokenizers' addon: only the target's, extracted beside onnxruntime's.
+    const tokenizers = Object.keys(firstRun).filter((k) => k.startsWith("tokenizers-linux-x64-")).map((k) => k.split("/")[1]);
+    expect(tokenizers).toEqual(["tokenizers.linux-x64-gnu.node"]);
     const names = Object.keys(firstRun).filter((k) => k.startsWith("ort-")).map((k) => k.split("/")[1]).sort();
     expect(names).toEqual(["libonnxruntime.so.1", "onnxruntime_binding.node"]);
     // sharp's files (media worker) are extracted with them, so one start prepares a read-only deployment.
