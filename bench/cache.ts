@@ -30,7 +30,7 @@ if (import.meta.main) {
   const dir = mkdtempSync(join(tmpdir(), "infinity-bench-cache-"));
   const backend = backendArg === "sqlite" ? `sqlite:${join(dir, "results.db")}` : backendArg;
   const model = ensureBenchModel({ log: (m) => console.error(m) });
-  const pool = makeWorkload(model, rounds * 32 + 64).texts.map((t) => t.text);
+  const pool = (await makeWorkload(model, rounds * 32 + 64)).texts.map((t) => t.text);
   const server = await startServer(["--model-id", model, "--result-cache", backend, "--num-threads", threads]);
   try {
     // Warm the HTTP path and the engine first.
