@@ -33,6 +33,13 @@ export const EmbeddingsRequest = t.Object(
     user: t.Optional(t.String()),
     modality: t.Optional(t.String({ description: "text (default), image or audio: what `input` holds; image/audio need a multimodal model (CLIP, SigLIP, CLAP)" })),
     prompt_name: t.Optional(t.String({ description: "prompt from the model's config_sentence_transformers.json, e.g. query" })),
+    input_type: t.Optional(
+      t.String({
+        description:
+          "query | document (also Cohere's search_query | search_document, classification, clustering): selects the model's prompt for that kind of input; models without one embed the text as it is",
+      }),
+    ),
+    normalize: t.Optional(t.Boolean({ description: "L2-normalise the vectors (default true); false returns them as pooled", error: "`normalize` must be a boolean" })),
     ...SparseOptions,
   },
   { additionalProperties: true },

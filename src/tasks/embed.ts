@@ -111,15 +111,18 @@ export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0
   };
 }
 
-/** What the API returns for one pooled vector: Matryoshka truncation, then L2 normalisation. */
-export function finishEmbedding(v: Float32Array, dimensions: number | undefined): Float32Array {
+/**
+ * What the API returns for one pooled vector: Matryoshka truncation, then L2 normalisation (unless the request
+ * asks for raw vectors with `normalize: false`).
+ */
+export function finishEmbedding(v: Float32Array, dimensions: number | undefined, normalize = true): Float32Array {
   if (dimensions !== undefined) {
     if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > v.length) {
       throw new InvalidInput(`dimensions must be an integer between 1 and ${v.length} for this model, got ${dimensions}`, "dimensions");
     }
     v = v.slice(0, dimensions);
   }
-  return l2normalize(v);
+  return normalize ? l2normalize(v) : v;
 }
 
 /** OpenAI's base64 format: the little-endian float32 bytes of the vector. */
@@ -142,4 +145,54 @@ export function projectionReader(output: string): TaskReader<Float32Array> {
       return rows;
     },
   };
+}
+
+/** What a request may say about its inputs; every API shape (OpenAI, Cohere, TEI) maps its fields onto this. */
+export interface PromptRequest {
+  /** A prompt of the model's config_sentence_transformers.json, by name. */
+  promptName?: string;
+  /** query | document (Cohere: search_query | search_document | classification | clustering). */
+  inputType?: string;
+}
+
+/** Request input types and the prompt names models use for them, in preference order. */
+const INPUT_TYPE_PROMPTS: Record<string, readonly string[]> = {
+  query: ["query", "search_query", "Retrieval-query", "retrieval.query", "Query"],
+  document: ["document", "passage", "search_document", "Retrieval-document", "retrieval.passage", "corpus", "doc", "Document"],
+  classification: ["classification", "Classification"],
+  clustering: ["clustering", "Clustering"],
+};
+const INPUT_TYPE_ALIASES: Record<string, string> = {
+  query: "query", search_query: "query", document: "document", search_document: "document", passage: "document",
+  classification: "classification", clustering: "clustering",
+};
+export const INPUT_TYPES: readonly string[] = Object.keys(INPUT_TYPE_ALIASES);
+
+/**
+ * The prompt text prepended to a request's texts, in one place for every API shape: `promptName` names one of the
+ * model's prompts; `inputType` picks the model's prompt for that kind of input (Qwen3-Embedding's instruction for
+ * queries, EmbeddingGemma's "title: none | text: " for documents); a model that defines none for it gets the text
+ * as it is (symmetric models). Without either, the model's default prompt, if it names one.
+ */
+export function promptFor(prompts: Readonly<Record<string, string>>, defaultPromptName: string | null, req: PromptRequest): string {
+  if (req.promptName !== undefined && req.inputType !== undefined) {
+    throw new InvalidInput("give either prompt_name or input_type, not both", "input_type");
+  }
+  if (req.inputType !== undefined) {
+    const kind = INPUT_TYPE_ALIASES[req.inputType];
+    if (!kind) throw new InvalidInput(`input_type must be one of ${INPUT_TYPES.join(", ")}, got "${req.inputType}"`, "input_type");
+    for (const name of INPUT_TYPE_PROMPTS[kind]!) if (prompts[name] !== undefined) return prompts[name]!;
+    return "";
+  }
+  const name = req.promptName ?? defaultPromptName ?? undefined;
+  if (name === undefined) return "";
+  const prompt = prompts[name];
+  if (prompt === undefined) {
+    const known = Object.keys(prompts);
+    throw new InvalidInput(
+      `prompt_name "${name}" is not defined by this model` + (known.length ? `; it defines ${known.join(", ")}` : "; it defines no prompts"),
+      "prompt_name",
+    );
+  }
+  return prompt;
 }

@@ -95,3 +95,56 @@ describe("sentence-transformers Dense modules", () => {
     await checkParity("gemma-embed", [...ref.prompt_cases, ...ref.cases.slice(3, 7)], (c) => (c.prompt_name ? { prompt_name: c.prompt_name } : {}));
   });
 });
+
+describe("request fields input_type and normalize", () => {
+  test("input_type query / search_query selects the model's query prompt (Qwen3 instruction); document its document prompt", async () => {
+    const ref = await reference("qwen3-embed");
+    const q = ref.prompt_cases.filter((c: EmbedCase) => c.prompt_name === "query");
+    for (const inputType of ["query", "search_query"]) {
+      const { status, json } = await embed({ model: "qwen3-embed", input: q.map((c: EmbedCase) => c.text), input_type: inputType });
+      expect(status).toBe(200);
+      q.forEach((c: EmbedCase, i: number) => expect(maxAbsDiff(json.data[i].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4));
+    }
+    const gemma = await reference("gemma-embed");
+    const docs = gemma.prompt_cases.filter((c: EmbedCase) => c.prompt_name === "document");
+    expect(docs.length).toBeGreaterThan(0);
+    for (const inputType of ["document", "search_document"]) {
+      const { json } = await embed({ model: "gemma-embed", input: docs.map((c: EmbedCase) => c.text), input_type: inputType });
+      docs.forEach((c: EmbedCase, i: number) => expect(maxAbsDiff(json.data[i].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4));
+    }
+  });
+
+  test("a model without prompts embeds the text as it is for either input_type", async () => {
+    const ref = await reference("bert-dense");
+    for (const inputType of ["query", "document"]) {
+      const { status, json } = await embed({ model: "bert-dense", input: ref.cases[2].text, input_type: inputType });
+      expect(status).toBe(200);
+      expect(maxAbsDiff(json.data[0].embedding, l2(ref.cases[2].embedding))).toBeLessThanOrEqual(1e-4);
+    }
+  });
+
+  test("normalize: false returns the pooled (and Dense) vector as the model computes it before Normalize", async () => {
+    const ref = await reference("bert-dense");
+    const { status, json } = await embed({ model: "bert-dense", input: ref.raw_cases.map((c: EmbedCase) => c.text), normalize: false });
+    expect(status).toBe(200);
+    ref.raw_cases.forEach((c: EmbedCase, i: number) => {
+      expect(Math.abs(Math.hypot(...json.data[i].embedding) - 1)).toBeGreaterThan(1e-3);
+      expect(maxAbsDiff(json.data[i].embedding, c.embedding)).toBeLessThanOrEqual(1e-4);
+    });
+    const cut = await embed({ model: "bert-dense", input: ref.raw_cases[0].text, normalize: false, dimensions: 4 });
+    expect(maxAbsDiff(cut.json.data[0].embedding, ref.raw_cases[0].embedding.slice(0, 4))).toBeLessThanOrEqual(1e-4);
+  });
+
+  test("bad values answer 400 in the one error shape", async () => {
+    const both = await embed({ model: "qwen3-embed", input: "x", input_type: "query", prompt_name: "query" });
+    expect([both.status, both.json.error.param]).toEqual([400, "input_type"]);
+    const bad = await embed({ model: "qwen3-embed", input: "x", input_type: "questions" });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.message).toContain("search_query");
+    const ids = await embed({ model: "qwen3-embed", input: [5, 6, 7], input_type: "query" });
+    expect([ids.status, ids.json.error.param]).toEqual([400, "input_type"]);
+    const norm = await embed({ model: "qwen3-embed", input: "x", normalize: "yes" });
+    expect(norm.status).toBe(400);
+    expect(norm.json.error.message).toContain("normalize");
+  });
+});

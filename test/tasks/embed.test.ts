@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { finishEmbedding, l2normalize, pool, toBase64 } from "../../src/tasks/embed";
+import { finishEmbedding, l2normalize, pool, promptFor, toBase64 } from "../../src/tasks/embed";
 import { labelScores, softmax } from "../../src/tasks/classify";
 import { rankResults, sigmoid } from "../../src/tasks/rerank";
 import { InvalidInput } from "../../src/errors";
@@ -56,5 +56,32 @@ describe("post-processing", () => {
     expect(labelScores([0.1, 2, -1], ["a", "b", "c"], true).map((x) => x.score)).toEqual([2, 0.1, -1]);
     expect(labelScores([0], ["only"], false)).toEqual([{ label: "only", score: 0.5 }]);
     expect(rankResults([0, 3, 1, 3], 3, true)).toEqual([{ index: 1, score: 3 }, { index: 3, score: 3 }, { index: 2, score: 1 }]);
+  });
+});
+
+describe("promptFor: prompt_name and input_type, one mapping for every API shape", () => {
+  const prompts = { query: "Q: ", document: "D: ", Classification: "C: " };
+  test("input_type and its Cohere names select the model's prompt; unknown kinds embed as is", () => {
+    expect(promptFor(prompts, null, { inputType: "query" })).toBe("Q: ");
+    expect(promptFor(prompts, null, { inputType: "search_query" })).toBe("Q: ");
+    expect(promptFor(prompts, null, { inputType: "search_document" })).toBe("D: ");
+    expect(promptFor(prompts, null, { inputType: "classification" })).toBe("C: ");
+    expect(promptFor(prompts, null, { inputType: "clustering" })).toBe("");
+    expect(promptFor({ search_query: "search_query: ", search_document: "search_document: " }, null, { inputType: "query" })).toBe("search_query: ");
+    expect(promptFor({ passage: "passage: " }, "passage", { inputType: "document" })).toBe("passage: ");
+    expect(promptFor({}, null, { inputType: "query" })).toBe("");
+  });
+
+  test("prompt_name, the default prompt, and conflicts", () => {
+    expect(promptFor(prompts, null, { promptName: "document" })).toBe("D: ");
+    expect(promptFor(prompts, "query", {})).toBe("Q: ");
+    expect(promptFor(prompts, "query", { inputType: "document" })).toBe("D: ");
+    expect(() => promptFor(prompts, null, { promptName: "nope" })).toThrow(/defines query, document, Classification/);
+    expect(() => promptFor(prompts, null, { promptName: "query", inputType: "query" })).toThrow(InvalidInput);
+    expect(() => promptFor(prompts, null, { inputType: "bogus" })).toThrow(/search_query/);
+  });
+
+  test("normalize false keeps the raw (truncated) vector", () => {
+    expect(Array.from(finishEmbedding(new Float32Array([3, 4, 12]), 2, false))).toEqual([3, 4]);
   });
 });

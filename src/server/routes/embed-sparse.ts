@@ -13,7 +13,7 @@ export function embedSparseRoutes(ctx: ServerContext) {
     async ({ body, request, set }) => {
       const t0 = performance.now();
       const model = ctx.registry.lookup(body.model, "embed_sparse") as SparseModel;
-      const encoded = await encodeInputs(model, body.inputs, body.prompt_name, "inputs", ctx);
+      const encoded = await encodeInputs(model, body.inputs, { promptName: body.prompt_name }, "inputs", ctx);
       const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
       return results.map((v) => Array.from(v.indices, (index, i) => ({ index, value: v.values[i]! })));

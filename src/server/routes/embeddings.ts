@@ -3,7 +3,7 @@
 import { InvalidInput, InvalidMedia } from "../../errors";
 import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
-import { finishEmbedding, toBase64 } from "../../tasks/embed";
+import { finishEmbedding, promptFor, toBase64, type PromptRequest } from "../../tasks/embed";
 import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
@@ -28,20 +28,6 @@ function tokenInputs(input: number[] | number[][], model: TextEmbedModel, ctx: S
     }
     return { ids: Int32Array.from(seq.slice(0, model.layout.maxLength)), typeIds: null };
   });
-}
-
-function promptFor(model: TextEmbedModel, promptName: string | undefined): string {
-  const name = promptName ?? model.layout.defaultPromptName ?? undefined;
-  if (name === undefined) return "";
-  const prompt = model.layout.prompts[name];
-  if (prompt === undefined) {
-    const known = Object.keys(model.layout.prompts);
-    throw new InvalidInput(
-      `prompt_name "${name}" is not defined by this model` + (known.length ? `; it defines ${known.join(", ")}` : "; it defines no prompts"),
-      "prompt_name",
-    );
-  }
-  return prompt;
 }
 
 const MODALITIES = ["text", "image", "audio"] as const;
@@ -83,9 +69,10 @@ async function mediaFiles(input: unknown, modality: Exclude<Modality, "text">, c
  * Text or token-id inputs of an embedding request, checked: their result-cache keys (prompt and text, or the ids)
  * and how to tokenize any of them, with the model's prompt.
  */
-export function textInputs(model: TextEmbedModel, input: unknown, promptName: string | undefined, field: string, ctx: ServerContext): { keys: string[]; encode(indices: number[]): Promise<Encoded[]> } {
+export function textInputs(model: TextEmbedModel, input: unknown, promptRequest: PromptRequest, field: string, ctx: ServerContext): { keys: string[]; encode(indices: number[]): Promise<Encoded[]> } {
   if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
-    if (promptName !== undefined) throw new InvalidInput("prompt_name cannot be used with token-id input", "prompt_name");
+    if (promptRequest.promptName !== undefined) throw new InvalidInput("prompt_name cannot be used with token-id input", "prompt_name");
+    if (promptRequest.inputType !== undefined) throw new InvalidInput("input_type cannot be used with token-id input", "input_type");
     const encoded = tokenInputs(input as number[] | number[][], model, ctx);
     return {
       keys: encoded.map((e) => inputKey(model.cacheScope, "ids", new Uint8Array(e.ids.buffer, e.ids.byteOffset, e.ids.byteLength))),
@@ -93,7 +80,7 @@ export function textInputs(model: TextEmbedModel, input: unknown, promptName: st
     };
   }
   const texts = checkTexts(input as string | string[], field, ctx.config);
-  const prompt = promptFor(model, promptName);
+  const prompt = promptFor(model.layout.prompts, model.layout.defaultPromptName, promptRequest);
   return {
     keys: texts.map((t) => inputKey(model.cacheScope, "text", prompt, t)),
     encode: (indices) => model.encode(indices.map((i) => prompt + texts[i]!)),
@@ -101,8 +88,8 @@ export function textInputs(model: TextEmbedModel, input: unknown, promptName: st
 }
 
 /** Text or token-id inputs of an embedding request, tokenized with the model's prompt. */
-export function encodeInputs(model: TextEmbedModel, input: unknown, promptName: string | undefined, field: string, ctx: ServerContext): Promise<Encoded[]> {
-  const inputs = textInputs(model, input, promptName, field, ctx);
+export function encodeInputs(model: TextEmbedModel, input: unknown, promptRequest: PromptRequest, field: string, ctx: ServerContext): Promise<Encoded[]> {
+  const inputs = textInputs(model, input, promptRequest, field, ctx);
   return inputs.encode(inputs.keys.map((_, i) => i));
 }
 
@@ -120,9 +107,10 @@ export function embeddingsRoutes(ctx: ServerContext) {
       const t0 = performance.now();
       const model = ctx.registry.lookup(body.model, "embed") as TextEmbedModel;
       const tower = towerFor(model, body.modality ?? "text");
+      const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type };
       if (model.task === "sparse") {
         if (body.dimensions !== undefined) throw new InvalidInput("dimensions does not apply to a sparse model", "dimensions");
-        const encoded = await encodeInputs(model, body.input, body.prompt_name, "input", ctx);
+        const encoded = await encodeInputs(model, body.input, promptRequest, "input", ctx);
         const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
         return {
@@ -141,7 +129,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
       const base64 = body.encoding_format === "base64";
       const reply = (results: Float32Array[], usage: { prompt_tokens: number; total_tokens: number }, queueMs: number, inferenceMs: number) => {
         const data = results.map((vec, index) => {
-          const v = finishEmbedding(vec, body.dimensions);
+          const v = finishEmbedding(vec, body.dimensions, body.normalize !== false);
           return { object: "embedding" as const, embedding: base64 ? toBase64(v) : Array.from(v), index };
         });
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
@@ -165,12 +153,13 @@ export function embeddingsRoutes(ctx: ServerContext) {
       };
       if (tower) {
         if (body.prompt_name !== undefined) throw new InvalidInput(`prompt_name applies to text only, not to modality ${tower.modality}`, "prompt_name");
+        if (body.input_type !== undefined) throw new InvalidInput(`input_type applies to text only, not to modality ${tower.modality}`, "input_type");
         const files = await mediaFiles(input, tower.modality, ctx, request.signal);
         // Media usage counts inputs: there are no tokens to bill.
         const keys = files.map((f) => inputKey(model.cacheScope, tower.modality, f));
         return run(keys, async (missing) => ({ inputs: await tower.prepare(missing.map((i) => files[i]!)), tokens: missing.map(() => 1) }), tower.engine);
       }
-      const texts = textInputs(model, input, body.prompt_name, "input", ctx);
+      const texts = textInputs(model, input, promptRequest, "input", ctx);
       return run(texts.keys, async (missing) => {
         const inputs = await texts.encode(missing);
         return { inputs, tokens: inputs.map((e) => e.ids.length) };
