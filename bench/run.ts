@@ -10,6 +10,10 @@
 //            --latency-only (diagnostic: only the interleaved concurrency-1 latency pairs of target (b), with this
 //            server's timing breakdown; prints the table, writes nothing)
 //            --variant int8 (the dynamically quantized model instead of fp32; results go to bench/results/int8/)
+//            --responsiveness-only (only the responsiveness cells of bench/responsiveness.ts: /health latency and a
+//            second model's latency while one model runs back-to-back long batches; prints the table, writes
+//            nothing; with --server-root, the same cells for another checkout, e.g. the code before a change)
+//            --responsiveness-seconds S (length of each of their phases; default 10, 3 with --quick)
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
@@ -18,6 +22,7 @@ import { drawChart, type ChartSeries } from "./chart";
 import { batchingLabel, type LimitOptions, type LimitResult, type SweepPoint } from "./limit";
 import { ensureBenchModel, MODEL_NAME, REPO_ROOT, type Variant } from "./model";
 import { medianInterval, percentiles, peakRssMb } from "./stats";
+import { measureResponsiveness, responsivenessMarkdown, twoModelArgs, type ResponsivenessResult } from "./responsiveness";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
 
 // ---------------------------------------------------------------- options
@@ -34,6 +39,8 @@ interface Options {
   latencyOnly: boolean;
   serverRoot: string;
   variant: Variant;
+  responsivenessOnly: boolean;
+  responsivenessSeconds: number;
 }
 
 type SystemName = "naive" | "server";
@@ -51,6 +58,8 @@ function parseOptions(argv: string[]): Options {
     latencyOnly: false,
     serverRoot: REPO_ROOT,
     variant: "fp32",
+    responsivenessOnly: false,
+    responsivenessSeconds: 0,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -72,6 +81,8 @@ function parseOptions(argv: string[]): Options {
     else if (name === "--label") o.label = value();
     else if (name === "--latency-only") o.latencyOnly = true;
     else if (name === "--server-root") o.serverRoot = resolve(value());
+    else if (name === "--responsiveness-only") o.responsivenessOnly = true;
+    else if (name === "--responsiveness-seconds") o.responsivenessSeconds = Number(value());
     else if (name === "--variant") {
       const v = value();
       if (v !== "fp32" && v !== "int8") throw new Error(`--variant is fp32 or int8, not ${v}`);
@@ -80,6 +91,7 @@ function parseOptions(argv: string[]): Options {
     else throw new Error(`unknown option ${a}`);
   }
   if (!o.cellSeconds) o.cellSeconds = o.quick ? 4 : 20;
+  if (!o.responsivenessSeconds) o.responsivenessSeconds = o.quick ? 3 : 10;
   o.out ||= join(REPO_ROOT, "bench", "results", ...(o.variant === "fp32" ? [] : [o.variant]));
   return o;
 }
@@ -483,6 +495,19 @@ async function embedOne(url: string, text: string): Promise<Float32Array> {
   return new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
 }
 
+/** The responsiveness cells on a server of its own that serves the model under two names. */
+async function responsiveness(o: Options, modelDir: string, pool: readonly WorkloadText[], threads: number): Promise<ResponsivenessResult> {
+  log(`responsiveness: starting a two-model server (${threads} thread(s) per model)`);
+  const r = await startSystem("server", modelDir, threads, [...twoModelArgs(modelDir), ...o.serverArgs], o.serverRoot);
+  try {
+    const res = await measureResponsiveness(o.serverRoot === REPO_ROOT ? "infinity" : `infinity (${o.serverRoot})`, r.url, pool, o.responsivenessSeconds);
+    log(`responsiveness: /health p50 ${res.health.p50.toFixed(1)} p99 ${res.health.p99.toFixed(1)} max ${res.health.max.toFixed(1)} ms over ${res.health.polls} polls; other model p50 ${res.other.idleP50.toFixed(1)} ms idle, ${res.other.busyP50.toFixed(1)} ms busy (${res.other.ratio.toFixed(2)}x); busy model ${res.busy.tokensPerSec.toFixed(0)} tokens/s`);
+    return res;
+  } finally {
+    await stop(r);
+  }
+}
+
 // ---------------------------------------------------------------- report
 
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "-");
@@ -615,6 +640,11 @@ async function main(): Promise<void> {
     const l = await waitQuiet(o.waitQuiet);
     log(`other load before start: ${l.toFixed(2)} cores`);
   }
+  if (o.responsivenessOnly) {
+    const r = await responsiveness(o, modelDir, pool, o.threads ?? 2);
+    console.log(responsivenessMarkdown([r]).join("\n"));
+    return;
+  }
   log("limit: sweeping intra-op threads and batch sizes");
   // The sweep runs in one child; the best setting is then measured in a fresh child that loads one session and
   // runs one batch size, so its peak RSS compares with a server's (the sweep's larger batches grow the arena).
@@ -696,6 +726,7 @@ async function main(): Promise<void> {
   for (const { r } of running) await stop(r);
   await limitChild.quit();
   if (o.latencyOnly) return;
+  const resp = o.systems.includes("server") ? [await responsiveness(o, modelDir, pool, threads)] : [];
 
   const ratios = computeRatios(cells, limit, paired);
   const notes: string[] = [];
@@ -725,9 +756,9 @@ async function main(): Promise<void> {
     "run time": `${((performance.now() - started) / 1000).toFixed(0)} s`,
   };
   mkdirSync(o.out, { recursive: true });
-  const md = markdown({ header, limit, cells, paired, ratios, notes });
+  const md = markdown({ header, limit, cells, paired, ratios, notes }) + (resp.length ? `\n## Responsiveness (one model busy with long batches)\n\n${responsivenessMarkdown(resp).join("\n")}\n` : "");
   writeFileSync(join(o.out, "results.md"), md);
-  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, paired, ratios, notes }, null, 1) + "\n");
+  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, paired, ratios, notes, responsiveness: resp }, null, 1) + "\n");
   const series: ChartSeries[] = (["naive", "server"] as const)
     .filter((s) => o.systems.includes(s))
     .map((s) => ({
