@@ -21,7 +21,14 @@ export interface ModelConfig {
   memoryBudgetMb: number;
   /** Seconds a batch may run before its inference worker counts as hung and is replaced (0: never). */
   inferenceTimeoutSeconds: number;
+  /** Load at startup, or on the first request for it. */
+  load: LoadPolicy;
+  /** Unload after this many seconds without requests (0: never). */
+  idleUnloadSeconds: number;
 }
+
+export type LoadPolicy = "startup" | "on-demand";
+export const LOAD_POLICIES: readonly LoadPolicy[] = ["startup", "on-demand"];
 
 export interface ServerConfig {
   host: string;
@@ -40,6 +47,10 @@ export interface ServerConfig {
   shutdownTimeoutSeconds: number;
   preloadOnly: boolean;
   cacheDir: string | null;
+  /** Memory all loaded models may take together, in MB (0: unlimited). */
+  maxModelsMemoryMb: number;
+  /** Seconds a request waits for an on-demand model's load. */
+  modelLoadTimeoutSeconds: number;
   /** null: no result cache (the default). */
   resultCache: ResultCacheConfig | null;
   models: ModelConfig[];
@@ -136,6 +147,10 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "cap on a model's activation memory per batch; lowers the batch token budget to fit" },
   { name: "inference-timeout", kind: "int", perModel: true, repeatable: true, default: 120, defaultLabel: "120 (0 = never)",
     help: "seconds one batch may run before the model's inference worker counts as hung: it is replaced and the batch retried once (503 when that fails too)" },
+  { name: "load", kind: "enum", perModel: true, repeatable: true, default: "startup", choices: LOAD_POLICIES,
+    help: "when the model is loaded: at startup, or on the first request for it (requests wait, up to --model-load-timeout)" },
+  { name: "idle-unload-seconds", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = never",
+    help: "unload the model after this many seconds without requests (its sessions and inference workers are freed); the next request loads it again" },
   // Server options.
   { name: "host", kind: "string", perModel: false, default: "0.0.0.0", help: "address to listen on" },
   { name: "port", kind: "int", perModel: false, default: 7997, help: "port to listen on" },
@@ -176,6 +191,10 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "cache results per input: memory (in-process LRU), sqlite:PATH (file, survives restarts) or redis://HOST:PORT (shared by replicas); a failing cache is skipped, never fails a request" },
   { name: "result-cache-size-mb", kind: "int", perModel: false, default: 1024,
     help: "size bound of the memory and sqlite result caches (least recently used entries are evicted); Redis is bounded by its own maxmemory" },
+  { name: "max-models-memory-mb", kind: "int", perModel: false, default: 0, defaultLabel: "0 = unlimited",
+    help: "memory all loaded models may take together (as measured at load); loading past it first unloads the least recently used idle models, else answers 503" },
+  { name: "model-load-timeout", kind: "int", perModel: false, default: 60,
+    help: "seconds a request waits for its on-demand model to load before 503 with Retry-After (the load goes on)" },
   { name: "preload-only", kind: "bool", perModel: false, default: false,
     help: "download/resolve every model, then exit 0" },
   { name: "config", kind: "string", perModel: false, default: null, cliOnly: true,
@@ -348,6 +367,8 @@ export function buildConfig(src: Sources): ServerConfig {
   const maxQueue = perModel("max-queue-size");
   const memory = perModel("memory-budget-mb");
   const inferenceTimeout = perModel("inference-timeout");
+  const load = perModel("load");
+  const idleUnload = perModel("idle-unload-seconds");
 
   const modelConfigs: ModelConfig[] = modelIds.map((modelId, i) => {
     if (!modelId.trim()) throw new ConfigError(`model #${i + 1}: empty model id`);
@@ -370,6 +391,8 @@ export function buildConfig(src: Sources): ServerConfig {
       maxQueueSize: maxQueue[i] as number,
       memoryBudgetMb: memory[i] as number,
       inferenceTimeoutSeconds: inferenceTimeout[i] as number,
+      load: load[i] as LoadPolicy,
+      idleUnloadSeconds: idleUnload[i] as number,
     };
   });
   const seen = new Set<string>();
@@ -416,6 +439,8 @@ export function buildConfig(src: Sources): ServerConfig {
     shutdownTimeoutSeconds: server("shutdown-timeout") as number,
     preloadOnly: server("preload-only") as boolean,
     cacheDir: (server("cache-dir") as string | null) ?? null,
+    maxModelsMemoryMb: server("max-models-memory-mb") as number,
+    modelLoadTimeoutSeconds: positive("model-load-timeout"),
     resultCache: parseResultCache(server("result-cache") as string | null, server("result-cache-size-mb") as number),
     models: modelConfigs,
   };

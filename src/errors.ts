@@ -62,6 +62,27 @@ export class Unavailable extends InfinityError {
   readonly code = "unavailable";
 }
 
+/** A model that cannot serve yet (503 with Retry-After): still loading, or no memory to load it in. */
+export abstract class ModelNotServing extends InfinityError {
+  readonly type = "service_unavailable_error";
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message, "model");
+  }
+}
+
+/** An on-demand model is still loading after the request's wait (--model-load-timeout); its load goes on. */
+export class ModelLoading extends ModelNotServing {
+  readonly code = "model_loading";
+}
+
+/** Loading a model would exceed --max-models-memory-mb and no idle model can be unloaded to make room. */
+export class MemoryBudgetExceeded extends ModelNotServing {
+  readonly code = "memory_budget_exceeded";
+}
+
 /** The client went away before its work was done; the work was dropped. */
 export class Cancelled extends InfinityError {
   readonly type = "cancelled";

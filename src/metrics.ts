@@ -102,6 +102,11 @@ export class Metrics {
     "how late a 20 ms timer on the main thread fires: time the event loop could not answer anything",
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
   );
+  readonly modelLoads = new Counter("infinity_model_loads_total", "models loaded (at startup, on demand or by POST /models/{name}/load)");
+  readonly modelLoadFailures = new Counter("infinity_model_load_failures_total", "model loads that failed");
+  readonly modelLoadSeconds = new Histogram("infinity_model_load_seconds", "time to load a model: sessions, tokenizer, warm-up", [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]);
+  readonly modelUnloads = new Counter("infinity_model_unloads_total", "models unloaded, by reason (idle, evicted, admin)");
+  readonly modelEvictions = new Counter("infinity_model_evictions_total", "idle models unloaded to keep loaded models within --max-models-memory-mb");
   readonly cacheHits = new Counter("infinity_result_cache_hits_total", "inputs answered from the result cache");
   readonly cacheMisses = new Counter("infinity_result_cache_misses_total", "inputs looked up in the result cache and computed");
   readonly cacheEvictions = new Counter("infinity_result_cache_evictions_total", "result cache entries evicted to stay within --result-cache-size-mb");
@@ -112,6 +117,7 @@ export class Metrics {
     const all: Metric[] = [
       this.requests, this.requestSeconds, this.queueSeconds, this.inferenceSeconds, this.batchSize,
       this.batchTokens, this.tokens, this.queueDepth, this.rejected, this.memoryBytes, this.workerRestarts, this.eventLoopLag,
+      this.modelLoads, this.modelLoadFailures, this.modelLoadSeconds, this.modelUnloads, this.modelEvictions,
       this.cacheHits, this.cacheMisses, this.cacheEvictions, this.cacheErrors, this.cacheBytes,
     ];
     const lines: string[] = [];

@@ -135,3 +135,21 @@ describe("result cache options", () => {
     expect(() => build(["--model-id", "a", "--result-cache", "disk"])).toThrow(ConfigError);
   });
 });
+
+describe("model lifecycle options", () => {
+  test("--load and --idle-unload-seconds per model; the memory budget and load timeout per server", () => {
+    const c = build(["--model-id", "a", "--model-id", "b", "--load", "startup", "--load", "on-demand", "--idle-unload-seconds", "30", "--max-models-memory-mb", "2048"]);
+    expect(c.models.map((m) => [m.load, m.idleUnloadSeconds])).toEqual([["startup", 30], ["on-demand", 30]]);
+    expect(c.maxModelsMemoryMb).toBe(2048);
+    expect(c.modelLoadTimeoutSeconds).toBe(60);
+    const d = build(["--model-id", "a"]);
+    expect([d.models[0]!.load, d.models[0]!.idleUnloadSeconds, d.maxModelsMemoryMb]).toEqual(["startup", 0, 0]);
+    const env = build(["--model-id", "a"], { INFINITY_LOAD: "on-demand", INFINITY_MODEL_LOAD_TIMEOUT: "5" });
+    expect([env.models[0]!.load, env.modelLoadTimeoutSeconds]).toEqual(["on-demand", 5]);
+    const file = build([], {}, { max_models_memory_mb: 512, models: [{ "model-id": "a", load: "on-demand", "idle-unload-seconds": 600 }, { "model-id": "b" }] });
+    expect(file.models.map((m) => [m.load, m.idleUnloadSeconds])).toEqual([["on-demand", 600], ["startup", 0]]);
+    expect(file.maxModelsMemoryMb).toBe(512);
+    expect(() => build(["--model-id", "a", "--load", "lazy"])).toThrow("expected one of startup, on-demand");
+    expect(() => build(["--model-id", "a", "--model-load-timeout", "0"])).toThrow("--model-load-timeout must be at least 1");
+  });
+});

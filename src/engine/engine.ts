@@ -123,6 +123,11 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     metrics?.queueDepth.set({ model: name }, () => this.queue.size + (this.prepared?.items.length ?? 0));
   }
 
+  /** Work queued or running (the lifecycle unloads only idle models). */
+  get busy(): boolean {
+    return this.running || this.queued > 0;
+  }
+
   get queued(): number {
     return this.queue.size + (this.prepared?.items.length ?? 0);
   }

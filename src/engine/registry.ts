@@ -2,7 +2,7 @@
 // tokenizer -> engine -> warm-up) and answers lookups from the HTTP layer.
 import { join } from "node:path";
 import type { ModelConfig } from "../config";
-import { CapabilityMismatch, ModelLoadError, ModelNotFound } from "../errors";
+import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
 import { log } from "../log";
 import type { Metrics } from "../metrics";
 import { readLayout, type Modality, type ModelLayout, type Task } from "../model/layout";
@@ -20,6 +20,7 @@ import { spladeReader, type SparseVector } from "../tasks/sparse";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
+import { Lifecycle, ModelSlot, type LifecycleSettings, type ModelState } from "./lifecycle";
 import { Engine, sessionRunner, tokenBatches, type EngineState, type Runner } from "./engine";
 import { featureBatches, type FeatureBatch } from "./inputs";
 import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "./towers";
@@ -153,8 +154,31 @@ export function denseHead(layout: ModelLayout, session: { outputNames: readonly 
   return readDenseLayers(layout.dir, layout.dense);
 }
 
+/** The engines of a model: its text engine, and its media tower's when it has one. */
+function enginesOf(m: ServedModel): Array<Engine<any, any, any>> {
+  return m.task === "embed" && m.media ? [m.engine, m.media.engine] : [m.engine];
+}
+
+/** What /models and /health show of one configured model, loaded or not. */
+export interface ModelEntry {
+  name: string;
+  config: ModelConfig;
+  layout: ModelLayout;
+  /** unloaded / loading / ready / broken (a failed load, a failing engine, an inference worker being replaced). */
+  state: ModelState;
+  /** The loaded model, or null. */
+  model: ServedModel | null;
+  /** Memory measured at the last load (null before the first). */
+  memoryBytes: number | null;
+  /** Epoch ms of the last request, or null. */
+  lastUsed: number | null;
+  loadSeconds: number | null;
+  error: string | null;
+}
+
 export class Registry {
-  private readonly models = new Map<string, ServedModel>();
+  private readonly slots = new Map<string, ModelSlot<ServedModel>>();
+  private readonly lifecycle: Lifecycle<ServedModel>;
   private loading = true;
 
   constructor(
@@ -163,31 +187,65 @@ export class Registry {
     /** Media workers, for multimodal models; settings of their decoders. */
     private readonly mediaPool: MediaPool | null = null,
     private readonly mediaLimits: { maxImagePixels: number } = { maxImagePixels: 25_000_000 },
-  ) {}
-
-  list(): ServedModel[] {
-    return [...this.models.values()];
+    lifecycle: LifecycleSettings = { maxModelsMemoryBytes: 0, loadTimeoutMs: 60_000 },
+  ) {
+    this.lifecycle = new Lifecycle(
+      this.slots,
+      {
+        build: (slot) => this.build(slot),
+        isIdle: (m) => enginesOf(m).every((e) => !e.busy),
+        drained: async (m) => {
+          await Promise.all(enginesOf(m).map((e) => e.idle()));
+        },
+        release: (m) => this.release(m),
+      },
+      lifecycle,
+      metrics,
+    );
   }
 
+  /** The loaded models. */
+  list(): ServedModel[] {
+    const out: ServedModel[] = [];
+    for (const s of this.slots.values()) if (s.model) out.push(s.model);
+    return out;
+  }
+
+  /** Every configured model with its lifecycle state, loaded or not. */
+  entries(): ModelEntry[] {
+    return [...this.slots.values()].map((s) => {
+      const m = s.model;
+      const engineState = m ? modelState(m) : null;
+      const state: ModelState = s.pending ? "loading" : engineState === null ? s.state : engineState === "ready" ? "ready" : "broken";
+      return {
+        name: s.name,
+        config: s.config,
+        layout: s.layout,
+        state,
+        model: m,
+        memoryBytes: s.measuredBytes,
+        lastUsed: s.lastUsed || null,
+        loadSeconds: s.loadSeconds,
+        error: m ? modelError(m) : s.loadError,
+      };
+    });
+  }
+
+  /** Ready to serve: every loaded model is ready; on-demand models that are not loaded do not count against it. */
   get ready(): boolean {
-    return (
-      !this.loading &&
-      this.models.size > 0 &&
-      this.list().every((m) => modelState(m) === "ready")
-    );
+    return !this.loading && this.slots.size > 0 && this.list().every((m) => modelState(m) === "ready");
   }
 
   get isLoading(): boolean {
     return this.loading;
   }
 
-  /** The model for a request: by served name; with one model loaded, any name (or none) selects it. */
-  lookup(name: string | undefined, capability: Capability): ServedModel {
-    let model: ServedModel | undefined;
-    if (this.models.size === 1) model = this.models.values().next().value;
-    else if (name !== undefined) model = this.models.get(name);
-    if (!model) {
-      const names = [...this.models.keys()];
+  private slotFor(name: string | undefined): ModelSlot<ServedModel> {
+    let slot: ModelSlot<ServedModel> | undefined;
+    if (this.slots.size === 1) slot = this.slots.values().next().value;
+    else if (name !== undefined) slot = this.slots.get(name);
+    if (!slot) {
+      const names = [...this.slots.keys()];
       throw new ModelNotFound(
         name === undefined
           ? `several models are served; name one in \`model\`: ${names.join(", ")}`
@@ -195,25 +253,56 @@ export class Registry {
         "model",
       );
     }
-    const served = capabilitiesOf(model.task);
-    if (!served.includes(capability)) {
-      throw new CapabilityMismatch(
-        `model "${model.name}" is a ${model.task} model and serves ${served.map((c) => ROUTE_OF[c]).join(" and ")}, not ${ROUTE_OF[capability]}`,
-        "model",
-      );
-    }
-    return model;
+    return slot;
   }
 
   /**
-   * Loads all models. Downloads and folder reads run in parallel; sessions are created and warmed up one at a
-   * time, so each model's resident memory is measured apart from the others'.
+   * The model for a request: by served name; with one model configured, any name (or none) selects it. A model
+   * that is not loaded is loaded first (concurrent requests share the load), waiting at most --model-load-timeout.
+   */
+  async lookup(name: string | undefined, capability: Capability): Promise<ServedModel> {
+    const slot = this.slotFor(name);
+    const served = capabilitiesOf(slot.layout.task);
+    if (!served.includes(capability)) {
+      throw new CapabilityMismatch(
+        `model "${slot.name}" is a ${slot.layout.task} model and serves ${served.map((c) => ROUTE_OF[c]).join(" and ")}, not ${ROUTE_OF[capability]}`,
+        "model",
+      );
+    }
+    if (this.loading && !slot.model) throw new Unavailable(`model "${slot.name}" is not loaded yet: the server is starting`);
+    return this.lifecycle.acquire(slot);
+  }
+
+  /** POST /models/{name}/load: loads a model (or waits for its load), bounded like a request. */
+  async loadModel(name: string): Promise<ModelEntry> {
+    const slot = this.slotByName(name);
+    await this.lifecycle.acquire(slot);
+    return this.entries().find((e) => e.name === slot.name)!;
+  }
+
+  /** POST /models/{name}/unload: unloads a model after its queued work. */
+  async unloadModel(name: string): Promise<ModelEntry> {
+    const slot = this.slotByName(name);
+    if (slot.pending) await slot.pending.catch(() => {});
+    await this.lifecycle.unload(slot, "admin");
+    return this.entries().find((e) => e.name === slot.name)!;
+  }
+
+  private slotByName(name: string): ModelSlot<ServedModel> {
+    const slot = this.slots.get(name);
+    if (!slot) throw new ModelNotFound(`model "${name}" is not served; served models: ${[...this.slots.keys()].join(", ")}`, "name");
+    return slot;
+  }
+
+  /**
+   * Reads every model's folder (downloads run in parallel), then loads the models marked --load startup one at a
+   * time, so each model's resident memory is measured apart from the others'. On-demand models load on first use.
    */
   async loadAll(configs: readonly ModelConfig[], hub: HubSettings): Promise<void> {
     const fail = (c: ModelConfig) => (e: unknown) => {
       throw new ModelLoadError(`model ${c.servedModelName} (${c.modelId}) failed to load: ${(e as Error).message}`);
     };
-    const layouts = await Promise.all(
+    const read = await Promise.all(
       configs.map((c) =>
         resolveModel(c.modelId, c.revision, c.dtype, hub)
           .then((r) => {
@@ -223,34 +312,50 @@ export class Registry {
           .catch(fail(c)),
       ),
     );
-    for (let i = 0; i < configs.length; i++) {
-      const c = configs[i]!;
-      const m = await this.loadOne(c, layouts[i]!.layout, layouts[i]!.scope).catch(fail(c));
-      await this.warmUp(m).catch(fail(c));
-      try {
-        this.applyMemoryBudget(m);
-      } catch (e) {
-        fail(c)(e);
-      }
-      this.models.set(m.name, m);
-      m.engine.start();
-      if (m.task === "embed") m.media?.engine.start();
-      this.metrics?.memoryBytes.set({ model: m.name }, m.memoryBytes);
-      log.info("model ready", {
-        model: m.name,
-        task: m.task,
-        file: m.layout.onnxFile,
-        provider: m.provider,
-        dtype: m.layout.dtype,
-        pooling: m.task === "embed" ? `${m.layout.pooling} (${m.layout.poolingSource})` : undefined,
-        max_length: m.layout.maxLength,
-        batch_size: m.config.batchSize,
-        max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
-        memory_mb: Math.round(m.memoryBytes / 1048576),
-        warmup_tokens_per_s: m.warmupTokensPerSecond ? Math.round(m.warmupTokensPerSecond) : undefined,
-      });
+    configs.forEach((c, i) => this.slots.set(c.servedModelName, new ModelSlot<ServedModel>(c, read[i]!.layout, read[i]!.scope)));
+    for (const slot of this.slots.values()) {
+      if (slot.config.load === "startup") await this.lifecycle.load(slot);
+      else log.info("model on demand", { model: slot.name, task: slot.layout.task, file: slot.layout.onnxFile });
     }
     this.loading = false;
+    this.lifecycle.startSweeper();
+  }
+
+  /** Builds a model: sessions, tokenizer, engines, warm-up, memory budget; then starts its engines. */
+  private async build(slot: ModelSlot<ServedModel>): Promise<ServedModel> {
+    const c = slot.config;
+    let m: ServedModel | null = null;
+    try {
+      m = await this.loadOne(c, slot.layout, slot.cacheScope);
+      await this.warmUp(m);
+      this.applyMemoryBudget(m);
+    } catch (e) {
+      if (m) await this.release(m);
+      throw new ModelLoadError(`model ${c.servedModelName} (${c.modelId}) failed to load: ${(e as Error).message}`);
+    }
+    m.engine.start();
+    if (m.task === "embed") m.media?.engine.start();
+    log.info("model ready", {
+      model: m.name,
+      task: m.task,
+      file: m.layout.onnxFile,
+      provider: m.provider,
+      dtype: m.layout.dtype,
+      pooling: m.task === "embed" ? `${m.layout.pooling} (${m.layout.poolingSource})` : undefined,
+      max_length: m.layout.maxLength,
+      batch_size: m.config.batchSize,
+      max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
+      memory_mb: Math.round(m.memoryBytes / 1048576),
+      warmup_tokens_per_s: m.warmupTokensPerSecond ? Math.round(m.warmupTokensPerSecond) : undefined,
+    });
+    return m;
+  }
+
+  /** Stops a model's engines and frees its sessions (their inference workers end). */
+  private async release(m: ServedModel): Promise<void> {
+    for (const e of enginesOf(m)) e.stop();
+    if (m.task === "embed" && m.media) await m.media.session?.release().catch(() => {});
+    await m.session.release().catch(() => {});
   }
 
   private async loadOne(c: ModelConfig, layout: ModelLayout, cacheScope: string): Promise<ServedModel> {
@@ -388,17 +493,11 @@ export class Registry {
   }
 
   async idle(): Promise<void> {
-    await Promise.all(this.list().map((m) => Promise.all([m.engine.idle(), m.task === "embed" ? m.media?.engine.idle() : undefined])));
+    await Promise.all(this.list().flatMap((m) => enginesOf(m).map((e) => e.idle())));
   }
 
   async close(): Promise<void> {
-    for (const m of this.models.values()) {
-      m.engine.stop();
-      if (m.task === "embed" && m.media) {
-        m.media.engine.stop();
-        await m.media.session?.release().catch(() => {});
-      }
-      await m.session.release().catch(() => {});
-    }
+    this.lifecycle.stop();
+    for (const m of this.list()) await this.release(m);
   }
 }

@@ -81,7 +81,7 @@ export function createApp(ctx: ServerContext) {
   const app = router()
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
-      if (ctx.shuttingDown && !/^\/(health|metrics)$/.test(new URL(request.url).pathname)) {
+      if (ctx.shuttingDown && !/^\/(health|live|metrics)$/.test(new URL(request.url).pathname)) {
         return errorResponse(toErrorReply(new Unavailable("the server is shutting down")));
       }
       const cors = corsHeaders(ctx, request.headers.get("origin"));
@@ -93,7 +93,12 @@ export function createApp(ctx: ServerContext) {
       ctx.inflight++;
       counted.add(request);
     })
-    .onParse(async ({ request }) => parseJsonBody(request, config.maxRequestBytes))
+    // A POST without a body or a content type (the admin routes /models/{name}/load and /unload) has nothing to
+    // parse; routes that need a body say so through their schema (400), after the API key is checked.
+    .onParse(async ({ request }) => {
+      const noBody = !request.headers.get("content-type") && !request.headers.get("transfer-encoding") && Number(request.headers.get("content-length") ?? 0) === 0;
+      return noBody ? undefined : parseJsonBody(request, config.maxRequestBytes);
+    })
     .onError(({ error, code, set }) => {
       // Elysia wraps what the body parser throws in a ParseError; the typed cause says what was wrong.
       const cause = code === "PARSE" ? (error as Error).cause : undefined;

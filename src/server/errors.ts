@@ -1,6 +1,6 @@
 // The one error shape (OpenAI style) and the one mapping from typed errors to HTTP statuses.
 import {
-  BadBody, CapabilityMismatch, Cancelled, InferenceFailed, InfinityError, InvalidInput, InvalidMedia, ModelNotFound, Overloaded,
+  BadBody, CapabilityMismatch, ModelNotServing, Cancelled, InferenceFailed, InfinityError, InvalidInput, InvalidMedia, ModelNotFound, Overloaded,
   PayloadTooLarge, RouteNotFound, Unauthorized, Unavailable, WorkerFailed,
 } from "../errors";
 import { log } from "../log";
@@ -25,7 +25,7 @@ function statusOf(e: InfinityError): number {
   if (e instanceof Overloaded) return 429;
   // Nobody reads it: the client has gone. 499 is the de-facto status for that.
   if (e instanceof Cancelled) return 499;
-  if (e instanceof Unavailable || e instanceof WorkerFailed) return 503;
+  if (e instanceof Unavailable || e instanceof WorkerFailed || e instanceof ModelNotServing) return 503;
   if (e instanceof InferenceFailed) return 500;
   return 500;
 }
@@ -54,7 +54,7 @@ function validationMessage(err: { valueError?: { path: string; message: string; 
 export function toErrorReply(err: unknown, elysiaCode?: string | number): ErrorReply {
   if (err instanceof InfinityError) {
     const headers: Record<string, string> = {};
-    if (err instanceof Overloaded) headers["retry-after"] = String(err.retryAfterSeconds);
+    if (err instanceof Overloaded || err instanceof ModelNotServing) headers["retry-after"] = String(err.retryAfterSeconds);
     // A replacement inference worker is up within about a second.
     if (err instanceof WorkerFailed) headers["retry-after"] = "1";
     return { status: statusOf(err), body: errorBody(err.message, err.type, err.param, err.code), headers };

@@ -26,7 +26,10 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
   const pool = new TokenizerPool(config.tokenizerWorkers);
   // Media workers start with the first multimodal model, so text-only servers run none.
   const mediaPool = new MediaPool(config.media.workers);
-  const registry = new Registry(pool, metrics, mediaPool, { maxImagePixels: config.media.maxImagePixels });
+  const registry = new Registry(pool, metrics, mediaPool, { maxImagePixels: config.media.maxImagePixels }, {
+    maxModelsMemoryBytes: config.maxModelsMemoryMb * 1048576,
+    loadTimeoutMs: config.modelLoadTimeoutSeconds * 1000,
+  });
   const cache = ResultCache.open(config.resultCache, metrics);
   const ctx: ServerContext = { config, registry, metrics, cache, shuttingDown: false, inflight: 0 };
   const stopLagMonitor = monitorEventLoopLag(metrics.eventLoopLag);

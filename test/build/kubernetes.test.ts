@@ -1,6 +1,6 @@
 // deploy/kubernetes/*.yaml: every object validates against the Kubernetes OpenAPI schema (kubernetes-models'
 // validators, bundled with the npm package, no network), and the settings that keep rollouts and shutdowns safe
-// hold together: probes on /health, a startup probe covering model loading, grace period > drain + preStop.
+// hold together: readiness probes on /health and liveness on /live, a startup probe covering model loading, grace period > drain + preStop.
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -66,11 +66,14 @@ describe("deploy/kubernetes manifests", () => {
   const container = pod.containers[0];
   const env = Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]));
 
-  test("probes: readiness and liveness on /health, gated by a startup probe long enough to load models", () => {
-    for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+  test("probes: readiness on /health, liveness on /live, gated by a startup probe long enough to load models", () => {
+    for (const probe of ["startupProbe", "readinessProbe"]) {
       expect(container[probe].httpGet.path).toBe("/health");
       expect(container[probe].httpGet.port).toBe("http");
     }
+    // Liveness is a separate route that stays 200 while a model is broken or the server drains (test/server/lifecycle).
+    expect(container.livenessProbe.httpGet.path).toBe("/live");
+    expect(container.livenessProbe.httpGet.port).toBe("http");
     const startup = container.startupProbe;
     expect(startup.periodSeconds * startup.failureThreshold).toBeGreaterThanOrEqual(300);
     // Liveness tolerates a stall longer than the readiness probe does, so it does not restart a busy pod first.

@@ -27,7 +27,7 @@ const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 describe("rerank parity with the cross-encoder reference", () => {
   test("each pair alone: raw logits and sigmoid scores", async () => {
     const ref = await reference("bert-rerank");
-    const enc = server.ctx.registry.lookup("bert-rerank", "rerank").encoder;
+    const enc = (await server.ctx.registry.lookup("bert-rerank", "rerank")).encoder;
     for (const c of ref.cases) {
       if (isOddSplitCase(c, await enc.encodePair(c.query, c.document))) continue; // see isOddSplitCase
       const raw = await postJson(`${url}/rerank`, { model: "bert-rerank", query: c.query, documents: [c.document], raw_scores: true });
@@ -41,7 +41,7 @@ describe("rerank parity with the cross-encoder reference", () => {
 
   test("concurrent requests, several documents each, sorted by score", async () => {
     const ref = await reference("bert-rerank");
-    const enc = server.ctx.registry.lookup("bert-rerank", "rerank").encoder;
+    const enc = (await server.ctx.registry.lookup("bert-rerank", "rerank")).encoder;
     const byQuery = new Map<string, Array<{ document: string; score: number }>>();
     const pairs = await Promise.all(ref.cases.map((c: { query: string; document: string }) => enc.encodePair(c.query, c.document)));
     for (const c of ref.cases.filter((c: never, i: number) => !isOddSplitCase(c, pairs[i]!)))

@@ -14,7 +14,7 @@ export function classifyRoutes(ctx: ServerContext) {
     "/classify",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = ctx.registry.lookup(body.model, "classify") as ClassifyModel;
+      const model = (await ctx.registry.lookup(body.model, "classify")) as ClassifyModel;
       const texts = checkTexts(body.input, "input", ctx.config);
       const keys = texts.map((t) => inputKey(model.cacheScope, "text", "", t));
       const { results, tokens, queueMs, inferenceMs, hits } = await ctx.cache.through(model.name, keys, VECTOR_CODEC, async (missing) => {

@@ -12,7 +12,7 @@ export function embedSparseRoutes(ctx: ServerContext) {
     "/embed_sparse",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = ctx.registry.lookup(body.model, "embed_sparse") as SparseModel;
+      const model = (await ctx.registry.lookup(body.model, "embed_sparse")) as SparseModel;
       const encoded = await encodeInputs(model, body.inputs, { promptName: body.prompt_name }, "inputs", ctx);
       const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);

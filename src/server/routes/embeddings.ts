@@ -105,7 +105,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
     "/embeddings",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = ctx.registry.lookup(body.model, "embed") as TextEmbedModel;
+      const model = (await ctx.registry.lookup(body.model, "embed")) as TextEmbedModel;
       const tower = towerFor(model, body.modality ?? "text");
       const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type };
       if (model.task === "sparse") {

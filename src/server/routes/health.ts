@@ -1,6 +1,7 @@
-// GET /health (503 while loading or broken, 200 when every model is ready) and GET /metrics (Prometheus).
+// GET /health (readiness: 503 while starting, broken or stopping; 200 when every loaded model is ready, on-demand
+// models that are not loaded included), GET /live (liveness: the process serves HTTP) and GET /metrics.
 
-import { modelError, modelState, workersOf } from "../../engine/registry";
+import { workersOf } from "../../engine/registry";
 import { router, type ServerContext } from "../context";
 
 export function healthRoutes(ctx: ServerContext) {
@@ -8,17 +9,23 @@ export function healthRoutes(ctx: ServerContext) {
     .get(
       "/health",
       ({ set }) => {
-        const models = ctx.registry.list().map((m) => ({
-          model: m.name,
-          state: modelState(m),
-          error: modelError(m),
-          workers: workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts })),
+        const models = ctx.registry.entries().map((e) => ({
+          model: e.name,
+          state: e.state,
+          load: e.config.load,
+          error: e.error,
+          workers: e.model ? workersOf(e.model).map((w) => ({ state: w.state, restarts: w.restarts })) : [],
         }));
         const status = ctx.shuttingDown ? "stopping" : ctx.registry.isLoading ? "loading" : ctx.registry.ready ? "ready" : "broken";
         set.status = status === "ready" ? 200 : 503;
         return { status, unix: Date.now() / 1000, models };
       },
-      { detail: { summary: "Readiness: 200 when every model is ready, 503 otherwise", tags: ["health"] } },
+      { detail: { summary: "Readiness: 200 when every loaded model is ready (unloaded on-demand models included), 503 otherwise", tags: ["health"] } },
+    )
+    .get(
+      "/live",
+      () => ({ status: "alive", unix: Date.now() / 1000 }),
+      { detail: { summary: "Liveness: 200 while the process answers HTTP, whatever its models' state", tags: ["health"] } },
     )
     .get(
       "/metrics",

@@ -1,38 +1,61 @@
-// GET /models (OpenAI list, with each model's capabilities and limits).
+// GET /models (OpenAI list, with each model's capabilities, limits and lifecycle state) and the admin routes
+// POST /models/{name}/load and /unload (behind the API key like every API route; hub names "org/name" included).
 
-import { capabilitiesOf, modalitiesOf, modelState, workersOf } from "../../engine/registry";
+import { capabilitiesOf, workersOf, type ModelEntry } from "../../engine/registry";
 import { router, type ServerContext } from "../context";
 
 const started = Math.floor(Date.now() / 1000);
 
+function describe(e: ModelEntry) {
+  const m = e.model;
+  const layout = e.layout;
+  const task = layout.task;
+  return {
+    id: e.name,
+    object: "model" as const,
+    created: started,
+    owned_by: "infinity",
+    capabilities: capabilitiesOf(task),
+    modalities: layout.modalities,
+    task,
+    backend: m ? `onnxruntime/${m.provider}` : null,
+    model_id: e.config.modelId,
+    dtype: layout.dtype,
+    max_length: layout.maxLength,
+    dimensions: task === "embed" ? layout.hiddenSize : null,
+    pooling: task === "embed" ? layout.pooling : task === "sparse" ? `splade (${layout.sparse!.poolingStrategy}, ${layout.sparse!.activation})` : null,
+    labels: layout.labels,
+    batch_size: m ? m.engine.batchLimits.maxBatchSize : e.config.batchSize,
+    max_batch_tokens: m ? m.engine.batchLimits.maxBatchTokens : e.config.maxBatchTokens || null,
+    // Measured at the last load (kept while unloaded, so the memory budget can plan the next load).
+    memory_bytes: e.memoryBytes,
+    state: e.state,
+    load: e.config.load,
+    idle_unload_seconds: e.config.idleUnloadSeconds,
+    last_used: e.lastUsed === null ? null : e.lastUsed / 1000,
+    load_seconds: e.loadSeconds,
+    error: e.error,
+    // One inference worker per session (a multimodal model's media tower has its own).
+    inference_workers: m ? workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts, last_fault: w.lastFault, intra_op_threads: w.threads })) : [],
+  };
+}
+
 export function modelsRoutes(ctx: ServerContext) {
-  return router().get(
-    "/models",
-    () => ({
-      object: "list" as const,
-      data: ctx.registry.list().map((m) => ({
-        id: m.name,
-        object: "model" as const,
-        created: started,
-        owned_by: "infinity",
-        capabilities: capabilitiesOf(m.task),
-        modalities: modalitiesOf(m),
-        task: m.task,
-        backend: `onnxruntime/${m.provider}`,
-        model_id: m.config.modelId,
-        dtype: m.layout.dtype,
-        max_length: m.layout.maxLength,
-        dimensions: m.task === "embed" ? m.layout.hiddenSize : null,
-        pooling: m.task === "embed" ? m.layout.pooling : m.task === "sparse" ? `splade (${m.layout.sparse!.poolingStrategy}, ${m.layout.sparse!.activation})` : null,
-        labels: m.layout.labels,
-        batch_size: m.engine.batchLimits.maxBatchSize,
-        max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
-        memory_bytes: m.memoryBytes,
-        state: modelState(m),
-        // One inference worker per session (a multimodal model's media tower has its own).
-        inference_workers: workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts, last_fault: w.lastFault, intra_op_threads: w.threads })),
-      })),
-    }),
-    { detail: { summary: "List served models", tags: ["models"] } },
-  );
+  const admin = { tags: ["models"] };
+  return router()
+    .get("/models", () => ({ object: "list" as const, data: ctx.registry.entries().map(describe) }), {
+      detail: { summary: "List served models with their state (unloaded, loading, ready, broken), memory and last use", tags: ["models"] },
+    })
+    .post("/models/:name/load", async ({ params }) => describe(await ctx.registry.loadModel(decodeURIComponent(params.name))), {
+      detail: { summary: "Load a model now (waits up to --model-load-timeout)", ...admin },
+    })
+    .post("/models/:name/:sub/load", async ({ params }) => describe(await ctx.registry.loadModel(`${decodeURIComponent(params.name)}/${decodeURIComponent(params.sub)}`)), {
+      detail: { summary: "Load a model named org/name now", ...admin },
+    })
+    .post("/models/:name/unload", async ({ params }) => describe(await ctx.registry.unloadModel(decodeURIComponent(params.name))), {
+      detail: { summary: "Unload a model after its queued work (the next request loads it again)", ...admin },
+    })
+    .post("/models/:name/:sub/unload", async ({ params }) => describe(await ctx.registry.unloadModel(`${decodeURIComponent(params.name)}/${decodeURIComponent(params.sub)}`)), {
+      detail: { summary: "Unload a model named org/name", ...admin },
+    });
 }

@@ -15,7 +15,7 @@ export function rerankRoutes(ctx: ServerContext) {
     "/rerank",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = ctx.registry.lookup(body.model, "rerank") as RerankModel;
+      const model = (await ctx.registry.lookup(body.model, "rerank")) as RerankModel;
       checkText(body.query, "query", ctx.config);
       if (body.documents.length === 0) throw new InvalidInput("`documents` must not be an empty list", "documents");
       checkCount(body.documents.length, "documents", ctx.config);

@@ -1,0 +1,266 @@
+// Model lifecycle: which models are loaded, loading them when asked (concurrent callers share one load), unloading
+// idle ones, and keeping the loaded ones within --max-models-memory-mb by unloading the least recently used idle
+// models first. The registry supplies how a model is built and released; routes never see these states change.
+import type { ModelConfig } from "../config";
+import { InfinityError, MemoryBudgetExceeded, ModelLoading, Unavailable } from "../errors";
+import { log } from "../log";
+import type { Metrics } from "../metrics";
+import type { ModelLayout } from "../model/layout";
+
+export type ModelState = "unloaded" | "loading" | "ready" | "broken";
+
+/** A model that was used this recently is not evicted: its request may still be tokenizing before it queues. */
+export const EVICTION_GRACE_MS = 250;
+/** How often idle models are looked for. */
+const SWEEP_MS = 500;
+/** How long an unload waits for the model's queued work before releasing it anyway. */
+const DRAIN_MS = 30_000;
+
+/** A loaded model, as far as the lifecycle is concerned. */
+export interface Loaded {
+  /** Resident memory measured at load. */
+  memoryBytes: number;
+}
+
+/** How the registry builds, watches and frees its models. */
+export interface ModelOps<M extends Loaded> {
+  build(slot: ModelSlot<M>): Promise<M>;
+  /** No queued or running work. */
+  isIdle(m: M): boolean;
+  /** Resolves when no work is queued or running. */
+  drained(m: M): Promise<void>;
+  release(m: M): Promise<void>;
+}
+
+/** One configured model: its settings, what is known before loading, and its loaded form when there is one. */
+export class ModelSlot<M extends Loaded = Loaded> {
+  model: M | null = null;
+  /** The last load failed (state "broken" while unloaded). */
+  loadError: string | null = null;
+  /** Epoch ms of the last request (0: none yet). */
+  lastUsed = 0;
+  /** Memory measured at the last load; null before the first. */
+  measuredBytes: number | null = null;
+  loadSeconds: number | null = null;
+  pending: Promise<M> | null = null;
+  /** An unload is queued or running: requests load the model again behind it rather than use it. */
+  unloading = 0;
+  loadStartedAt = 0;
+
+  constructor(
+    readonly config: ModelConfig,
+    readonly layout: ModelLayout,
+    readonly cacheScope: string,
+  ) {}
+
+  get name(): string {
+    return this.config.servedModelName;
+  }
+
+  /** Lifecycle state; a loaded model's own health (engine broken, worker restarting) is the registry's to add. */
+  get state(): ModelState {
+    if (this.pending) return "loading";
+    if (this.model) return "ready";
+    return this.loadError ? "broken" : "unloaded";
+  }
+
+  /** What loading it will take: the last measurement, else the weights on disk (a floor). */
+  get expectedBytes(): number {
+    return this.measuredBytes ?? this.layout.weightBytes;
+  }
+}
+
+export interface LifecycleSettings {
+  /** 0: unlimited. */
+  maxModelsMemoryBytes: number;
+  loadTimeoutMs: number;
+}
+
+const mb = (bytes: number) => Math.round(bytes / 1048576);
+
+export class Lifecycle<M extends Loaded> {
+  /** Loads and unloads run one at a time: each load's memory is measured apart, and budget decisions see settled state. */
+  private chain: Promise<unknown> = Promise.resolve();
+  private sweeper: ReturnType<typeof setInterval> | null = null;
+
+  constructor(
+    private readonly slots: ReadonlyMap<string, ModelSlot<M>>,
+    private readonly ops: ModelOps<M>,
+    private readonly settings: LifecycleSettings,
+    private readonly metrics: Metrics | null,
+  ) {}
+
+  private serial<T>(op: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(op, op);
+    this.chain = next.catch(() => {});
+    return next;
+  }
+
+  /** The model for a request: loaded first when needed, waiting at most the load timeout (then 503 + Retry-After). */
+  async acquire(slot: ModelSlot<M>): Promise<M> {
+    slot.lastUsed = Date.now();
+    if (slot.model && !slot.pending && !slot.unloading) return slot.model;
+    const loading = this.load(slot);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const waited = Math.round((Date.now() - (slot.loadStartedAt || Date.now())) / 1000);
+        const retry = Math.max(1, Math.ceil(slot.loadSeconds ?? 5));
+        reject(new ModelLoading(`model "${slot.name}" is still loading (${waited} s so far); retry in a few seconds`, retry));
+      }, this.settings.loadTimeoutMs);
+    });
+    try {
+      const m = await Promise.race([loading, timeout]);
+      slot.lastUsed = Date.now();
+      return m;
+    } catch (e) {
+      if (e instanceof InfinityError) throw e;
+      throw new Unavailable((e as Error).message ?? String(e));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Loads a model unless it is loaded; concurrent callers share one load. */
+  load(slot: ModelSlot<M>): Promise<M> {
+    if (slot.pending) return slot.pending;
+    if (slot.model && !slot.unloading) return Promise.resolve(slot.model);
+    const pending = this.serial(async () => {
+      if (slot.model) return slot.model;
+      await this.makeRoom(slot);
+      slot.loadStartedAt = Date.now();
+      const t0 = performance.now();
+      let m: M;
+      try {
+        m = await this.ops.build(slot);
+      } catch (e) {
+        slot.loadError = (e as Error).message ?? String(e);
+        this.metrics?.modelLoadFailures.inc({ model: slot.name });
+        throw e;
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      slot.model = m;
+      slot.loadError = null;
+      slot.loadSeconds = seconds;
+      slot.measuredBytes = m.memoryBytes;
+      this.metrics?.modelLoads.inc({ model: slot.name });
+      this.metrics?.modelLoadSeconds.observe({ model: slot.name }, seconds);
+      this.metrics?.memoryBytes.set({ model: slot.name }, m.memoryBytes);
+      await this.trimAfterLoad(slot);
+      return m;
+    });
+    slot.pending = pending;
+    const clear = () => {
+      if (slot.pending === pending) slot.pending = null;
+    };
+    pending.then(clear, clear);
+    return pending;
+  }
+
+  /** Unloads a model (after its queued work, bounded), freeing its sessions and inference workers. */
+  unload(slot: ModelSlot<M>, reason: "admin" | "idle" | "evicted"): Promise<void> {
+    // Idle unloads give way to requests that arrive before they run; others hold new requests back at once.
+    if (reason !== "idle") slot.unloading++;
+    return this.serial(() => this.unloadNow(slot, reason)).finally(() => {
+      if (reason !== "idle") slot.unloading--;
+    });
+  }
+
+  private async unloadNow(slot: ModelSlot<M>, reason: "admin" | "idle" | "evicted", forModel?: string): Promise<void> {
+    const m = slot.model;
+    if (!m) return;
+    // An idle unload queued behind other work is dropped when a request came meanwhile.
+    if (reason === "idle" && (!this.ops.isIdle(m) || Date.now() - slot.lastUsed < slot.config.idleUnloadSeconds * 1000)) return;
+    // From here requests start a new load, which waits behind this unload.
+    slot.model = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.ops.drained(m), new Promise<void>((r) => (timer = setTimeout(r, DRAIN_MS)))]);
+    clearTimeout(timer);
+    await this.ops.release(m).catch((e) => log.warn("releasing a model failed", { model: slot.name, error: (e as Error).message }));
+    this.metrics?.modelUnloads.inc({ model: slot.name, reason });
+    if (reason === "evicted") this.metrics?.modelEvictions.inc({ model: slot.name });
+    this.metrics?.memoryBytes.set({ model: slot.name }, 0);
+    log.info("model unloaded", { model: slot.name, reason, memory_mb: mb(m.memoryBytes), for: forModel });
+  }
+
+  private loadedBytes(except?: ModelSlot<M>): number {
+    let total = 0;
+    for (const s of this.slots.values()) if (s !== except && s.model) total += s.model.memoryBytes;
+    return total;
+  }
+
+  /** Idle loaded models, least recently used first. */
+  private evictable(except: ModelSlot<M>): ModelSlot<M>[] {
+    const now = Date.now();
+    return [...this.slots.values()]
+      .filter((s) => s !== except && s.model && !s.pending && this.ops.isIdle(s.model) && now - s.lastUsed >= EVICTION_GRACE_MS)
+      .sort((a, b) => a.lastUsed - b.lastUsed);
+  }
+
+  private budgetMessage(slot: ModelSlot<M>, need: number): string {
+    const loaded = [...this.slots.values()].filter((s) => s.model);
+    const list = loaded.length
+      ? loaded.map((s) => `${s.name} (${mb(s.model!.memoryBytes)} MB, ${this.ops.isIdle(s.model!) ? "used just now" : "busy"})`).join(", ")
+      : "nothing";
+    return (
+      `loading model "${slot.name}" needs about ${mb(need)} MB, over --max-models-memory-mb ${mb(this.settings.maxModelsMemoryBytes)} ` +
+      `with ${mb(this.loadedBytes())} MB loaded: ${list}; none of them can be unloaded now`
+    );
+  }
+
+  /** Unloads least recently used idle models until the slot's expected memory fits, or refuses with 503. */
+  private async makeRoom(slot: ModelSlot<M>): Promise<void> {
+    const budget = this.settings.maxModelsMemoryBytes;
+    if (!budget) return;
+    const need = slot.expectedBytes;
+    if (need > budget) {
+      throw new MemoryBudgetExceeded(`model "${slot.name}" needs about ${mb(need)} MB, more than --max-models-memory-mb ${mb(budget)} allows`, 60);
+    }
+    const victims = this.evictable(slot);
+    let freeable = 0;
+    const chosen: ModelSlot<M>[] = [];
+    for (const v of victims) {
+      if (this.loadedBytes() - freeable + need <= budget) break;
+      chosen.push(v);
+      freeable += v.model!.memoryBytes;
+    }
+    if (this.loadedBytes() - freeable + need > budget) throw new MemoryBudgetExceeded(this.budgetMessage(slot, need), 1);
+    // The victims are idle, so they release at once; awaited, so the next load measures its own memory.
+    for (const v of chosen) await this.unloadNow(v, "evicted", slot.name);
+  }
+
+  /** A first load can measure more than its weights: unload more idle models if the budget is now exceeded. */
+  private async trimAfterLoad(slot: ModelSlot<M>): Promise<void> {
+    const budget = this.settings.maxModelsMemoryBytes;
+    if (!budget) return;
+    for (const v of this.evictable(slot)) {
+      if (this.loadedBytes() <= budget) break;
+      await this.unloadNow(v, "evicted");
+    }
+    if (this.loadedBytes() > budget) {
+      log.warn("loaded models exceed --max-models-memory-mb (the last load measured more than expected)", {
+        model: slot.name,
+        loaded_mb: mb(this.loadedBytes()),
+        budget_mb: mb(budget),
+      });
+    }
+  }
+
+  /** Starts unloading models idle for their --idle-unload-seconds. */
+  startSweeper(): void {
+    if (this.sweeper || ![...this.slots.values()].some((s) => s.config.idleUnloadSeconds > 0)) return;
+    this.sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const s of this.slots.values()) {
+        const idle = s.config.idleUnloadSeconds;
+        if (idle > 0 && s.model && !s.pending && this.ops.isIdle(s.model) && now - s.lastUsed >= idle * 1000) void this.unload(s, "idle");
+      }
+    }, SWEEP_MS);
+    this.sweeper.unref?.();
+  }
+
+  stop(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+  }
+}

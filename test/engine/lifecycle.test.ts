@@ -1,0 +1,170 @@
+// The model lifecycle with fake models: shared loads, the load timeout, LRU eviction within the memory budget, the
+// budget's 503, idle unloading, load failures.
+import { describe, expect, test } from "bun:test";
+import "../helpers";
+import type { ModelConfig } from "../../src/config";
+import { MemoryBudgetExceeded, ModelLoading, Unavailable } from "../../src/errors";
+import { EVICTION_GRACE_MS, Lifecycle, ModelSlot } from "../../src/engine/lifecycle";
+import type { ModelLayout } from "../../src/model/layout";
+import { Metrics } from "../../src/metrics";
+
+interface Fake {
+  memoryBytes: number;
+  busy: boolean;
+  released: boolean;
+}
+
+const MB = 1048576;
+
+function slot(name: string, weightMb: number, extra: Partial<ModelConfig> = {}): ModelSlot<Fake> {
+  const config = { servedModelName: name, load: "on-demand", idleUnloadSeconds: 0, ...extra } as ModelConfig;
+  return new ModelSlot<Fake>(config, { weightBytes: weightMb * MB } as ModelLayout, `scope-${name}`);
+}
+
+function setup(names: Array<[string, number]>, opts: { budgetMb?: number; timeoutMs?: number; loadMs?: number; measuredMb?: (name: string) => number; fail?: string } = {}) {
+  const slots = new Map<string, ModelSlot<Fake>>();
+  for (const [n, w] of names) slots.set(n, slot(n, w));
+  const builds: string[] = [];
+  const metrics = new Metrics();
+  const lifecycle = new Lifecycle<Fake>(
+    slots,
+    {
+      build: async (s) => {
+        builds.push(s.name);
+        await Bun.sleep(opts.loadMs ?? 5);
+        if (opts.fail === s.name) throw new Error(`cannot load ${s.name}`);
+        return { memoryBytes: (opts.measuredMb?.(s.name) ?? s.layout.weightBytes / MB) * MB, busy: false, released: false };
+      },
+      isIdle: (m) => !m.busy,
+      drained: async () => {},
+      release: async (m) => {
+        m.released = true;
+      },
+    },
+    { maxModelsMemoryBytes: (opts.budgetMb ?? 0) * MB, loadTimeoutMs: opts.timeoutMs ?? 5000 },
+    metrics,
+  );
+  return { slots, builds, lifecycle, metrics, get: (n: string) => slots.get(n)! };
+}
+
+describe("Lifecycle", () => {
+  test("concurrent requests share one load; the state goes unloaded -> loading -> ready", async () => {
+    const { lifecycle, builds, get, metrics } = setup([["a", 10]], { loadMs: 30 });
+    const a = get("a");
+    expect(a.state).toBe("unloaded");
+    const all = Promise.all(Array.from({ length: 8 }, () => lifecycle.acquire(a)));
+    expect(a.state).toBe("loading");
+    const models = await all;
+    expect(new Set(models).size).toBe(1);
+    expect(builds).toEqual(["a"]);
+    expect(a.state).toBe("ready");
+    expect(a.loadSeconds).toBeGreaterThan(0);
+    expect(a.lastUsed).toBeGreaterThan(0);
+    expect(metrics.modelLoads.get({ model: "a" })).toBe(1);
+  });
+
+  test("a request waits at most the load timeout: 503 model_loading with Retry-After; the load goes on", async () => {
+    const { lifecycle, get } = setup([["a", 10]], { loadMs: 200, timeoutMs: 50 });
+    const err = await lifecycle.acquire(get("a")).catch((e) => e);
+    expect(err).toBeInstanceOf(ModelLoading);
+    expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(err.message).toContain('model "a" is still loading');
+    await Bun.sleep(250);
+    expect(get("a").state).toBe("ready");
+  });
+
+  test("the memory budget unloads the least recently used idle model first", async () => {
+    const { lifecycle, get, metrics } = setup([["a", 40], ["b", 40], ["c", 40]], { budgetMb: 100 });
+    const a = await lifecycle.acquire(get("a"));
+    await Bun.sleep(5);
+    await lifecycle.acquire(get("b"));
+    await Bun.sleep(EVICTION_GRACE_MS + 20);
+    get("b").lastUsed = Date.now() - EVICTION_GRACE_MS - 10; // b used after a, both past the grace
+    await lifecycle.acquire(get("c"));
+    expect(get("a").state).toBe("unloaded");
+    expect(a.released).toBe(true);
+    expect(get("b").state).toBe("ready");
+    expect(get("c").state).toBe("ready");
+    expect(metrics.modelEvictions.get({ model: "a" })).toBe(1);
+    expect(metrics.modelUnloads.get({ model: "a", reason: "evicted" })).toBe(1);
+    // Reloading a uses its measured memory and evicts b, now the least recently used.
+    await Bun.sleep(EVICTION_GRACE_MS + 20);
+    await lifecycle.acquire(get("a"));
+    expect(get("b").state).toBe("unloaded");
+  });
+
+  test("no idle model to unload: 503 naming the budget and what is loaded", async () => {
+    const { lifecycle, get } = setup([["a", 60], ["b", 60]], { budgetMb: 100 });
+    const a = await lifecycle.acquire(get("a"));
+    a.busy = true;
+    const err = await lifecycle.acquire(get("b")).catch((e) => e);
+    expect(err).toBeInstanceOf(MemoryBudgetExceeded);
+    expect(err.message).toContain("--max-models-memory-mb 100");
+    expect(err.message).toContain("a (60 MB, busy)");
+    expect(err.message).toContain('loading model "b" needs about 60 MB');
+    expect(get("b").state).toBe("unloaded");
+    expect(get("a").state).toBe("ready");
+    const alone = setup([["big", 200]], { budgetMb: 100 });
+    const tooBig = await alone.lifecycle.acquire(alone.get("big")).catch((e) => e);
+    expect(tooBig).toBeInstanceOf(MemoryBudgetExceeded);
+    expect(tooBig.message).toContain("more than --max-models-memory-mb 100");
+  });
+
+  test("a load that measures more than expected trims other idle models afterwards", async () => {
+    const { lifecycle, get } = setup([["a", 10], ["b", 10]], { budgetMb: 100, measuredMb: (n) => (n === "a" ? 60 : 50) });
+    await lifecycle.acquire(get("a"));
+    await Bun.sleep(EVICTION_GRACE_MS + 20);
+    await lifecycle.acquire(get("b"));
+    expect(get("a").state).toBe("unloaded");
+    expect(get("b").state).toBe("ready");
+  });
+
+  test("idle models are unloaded after their --idle-unload-seconds; a new request loads them again", async () => {
+    const slots = new Map([["a", slot("a", 1, { idleUnloadSeconds: 1 })], ["b", slot("b", 1)]]);
+    const metrics = new Metrics();
+    const lifecycle = new Lifecycle<Fake>(slots, {
+      build: async () => ({ memoryBytes: MB, busy: false, released: false }),
+      isIdle: (m) => !m.busy,
+      drained: async () => {},
+      release: async (m) => void (m.released = true),
+    }, { maxModelsMemoryBytes: 0, loadTimeoutMs: 1000 }, metrics);
+    await lifecycle.acquire(slots.get("a")!);
+    await lifecycle.acquire(slots.get("b")!);
+    lifecycle.startSweeper();
+    try {
+      await Bun.sleep(1700);
+      expect(slots.get("a")!.state).toBe("unloaded");
+      expect(slots.get("b")!.state).toBe("ready");
+      expect(metrics.modelUnloads.get({ model: "a", reason: "idle" })).toBe(1);
+      await lifecycle.acquire(slots.get("a")!);
+      expect(slots.get("a")!.state).toBe("ready");
+      expect(metrics.modelLoads.get({ model: "a" })).toBe(2);
+    } finally {
+      lifecycle.stop();
+    }
+  });
+
+  test("a failed load shows broken with its error, answers 503, and is tried again by the next request", async () => {
+    const { lifecycle, get, builds, metrics } = setup([["a", 1]], { fail: "a" });
+    const err = await lifecycle.acquire(get("a")).catch((e) => e);
+    expect(err).toBeInstanceOf(Unavailable);
+    expect(err.message).toContain("cannot load a");
+    expect(get("a").state).toBe("broken");
+    expect(get("a").loadError).toContain("cannot load a");
+    expect(metrics.modelLoadFailures.get({ model: "a" })).toBe(1);
+    await lifecycle.acquire(get("a")).catch(() => {});
+    expect(builds).toEqual(["a", "a"]);
+  });
+
+  test("unload releases the model; a request during the unload waits for it and loads again", async () => {
+    const { lifecycle, get, builds } = setup([["a", 1]]);
+    const first = await lifecycle.acquire(get("a"));
+    const unloading = lifecycle.unload(get("a"), "admin");
+    const again = lifecycle.acquire(get("a"));
+    await unloading;
+    expect(first.released).toBe(true);
+    const second = await again;
+    expect(second).not.toBe(first);
+    expect(builds).toEqual(["a", "a"]);
+  });
+});
