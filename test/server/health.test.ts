@@ -71,6 +71,27 @@ describe("inference worker faults, seen from HTTP", () => {
     }
   });
 
+  test("models run concurrently: while one model's worker is stuck in a batch, another model keeps serving", async () => {
+    const s = await startTestServer({
+      "model-id": [MODEL, MODEL], "served-model-name": ["stuck", "free"], "inference-timeout": "0", "shutdown-timeout": "1", "model-warmup": "false",
+    });
+    const stuck = s.ctx.registry.list().find((m) => m.name === "stuck")!;
+    stuck.session.injectFault("hang");
+    const pending = postJson(`${s.url}/embeddings`, { model: "stuck", input: "held" });
+    await Bun.sleep(100);
+    try {
+      for (let i = 0; i < 5; i++) {
+        const t0 = performance.now();
+        const r = await postJson(`${s.url}/embeddings`, { model: "free", input: `free ${i}` });
+        expect(r.status).toBe(200);
+        expect(performance.now() - t0).toBeLessThan(1000);
+      }
+    } finally {
+      await s.shutdown();
+    }
+    expect((await pending).status).toBe(503);
+  });
+
   test("shutdown with a stuck batch answers it (503) within --shutdown-timeout instead of losing it", async () => {
     const s = await startTestServer({ "model-id": MODEL, "inference-timeout": "0", "shutdown-timeout": "1", "model-warmup": "false" });
     s.ctx.registry.list()[0]!.session.injectFault("hang");
