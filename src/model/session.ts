@@ -137,6 +137,8 @@ export class ModelSession {
   private ready: Promise<void> = Promise.resolve();
   private workerState: WorkerState = "starting";
   private restarts = 0;
+  /** Replacements in a row that failed to start: the backoff of retryLater. */
+  private failedRetries = 0;
   private lastFault: string | null = null;
   private readonly injected: InjectedFault[] = [];
   private readonly label: string;
@@ -195,15 +197,31 @@ export class ModelSession {
     const create = { type: "create" as const, path: this.path, settings: this.settings, fault: this.injected.shift() };
     this.ready = link.call(create, this.timeoutMs * CREATE_TIMEOUT_FACTOR).then(
       () => {
-        if (this.link === link && this.workerState === "restarting") this.workerState = "ready";
+        if (this.link === link && this.workerState === "restarting") {
+          this.workerState = "ready";
+          this.failedRetries = 0;
+        }
       },
       (e) => {
         if (this.link !== link || this.workerState === "released") return;
         this.workerState = "failed";
         this.lastFault = `the replacement inference worker failed: ${(e as Error).message}`;
         log.error("replacement inference worker failed", { model: this.label, error: (e as Error).message });
+        this.retryLater();
       },
     );
+  }
+
+  /**
+   * A failed session tries again by itself (1 s, then doubling up to 30 s), so a model with no traffic (a readiness
+   * probe took it out of the Service) still comes back; a call before that tries at once.
+   */
+  private retryLater(): void {
+    const delay = Math.min(30_000, 1000 * 2 ** Math.min(5, this.failedRetries++));
+    const timer = setTimeout(() => {
+      if (this.workerState === "failed") this.replace(this.lastFault ?? "the inference worker failed");
+    }, delay);
+    (timer as { unref?: () => void }).unref?.();
   }
 
   get status(): WorkerStatus {

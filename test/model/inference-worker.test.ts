@@ -83,7 +83,7 @@ describe("ModelSession in an inference worker", () => {
     });
   });
 
-  test("a batch lost twice fails with WorkerFailed; a replacement that cannot start leaves the session failed until the next call", async () => {
+  test("a batch lost twice fails with WorkerFailed; a replacement that cannot start leaves the session failed until the next call tries again", async () => {
     await withSession(0, async (s) => {
       const name = s.outputNames[0]!;
       const want = await s.run(batch(3), name);
@@ -97,6 +97,20 @@ describe("ModelSession in an inference worker", () => {
       expect(Array.from(again.data)).toEqual(Array.from(want.data));
       expect(s.status.state).toBe("ready");
       expect(s.status.restarts).toBe(3);
+    });
+  });
+
+  test("a failed session comes back by itself, without a call (a model no traffic reaches must not stay broken)", async () => {
+    await withSession(0, async (s) => {
+      const name = s.outputNames[0]!;
+      s.injectFault("exit", 3);
+      expect(await s.run(batch(3), name).catch((e) => e)).toBeInstanceOf(WorkerFailed);
+      expect(s.status.state).toBe("failed");
+      const until = performance.now() + 5000;
+      while (s.status.state !== "ready" && performance.now() < until) await Bun.sleep(50);
+      expect(s.status.state).toBe("ready");
+      expect(s.status.restarts).toBe(3);
+      expect((await s.run(batch(3), name)).data.every(Number.isFinite)).toBe(true);
     });
   });
 
