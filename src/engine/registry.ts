@@ -5,7 +5,7 @@ import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
 import { log } from "../log";
 import type { Metrics } from "../metrics";
-import { readLayout, type Modality, type ModelLayout, type Task } from "../model/layout";
+import { readLayout, type Modality, type ModelLayout, type RerankTemplate, type Task } from "../model/layout";
 import type { MediaPool } from "../media/pool";
 import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
@@ -15,7 +15,7 @@ import { modelCacheScope } from "../cache/scope";
 import { readDenseLayers, type DenseLayer } from "../model/dense";
 import { classifyReader } from "../tasks/classify";
 import { embedReader, projectionReader } from "../tasks/embed";
-import { rerankReader } from "../tasks/rerank";
+import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
 import { spladeReader, type SparseVector } from "../tasks/sparse";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
@@ -60,7 +60,7 @@ interface Base {
   /** Activation memory per padded token: measured by warm-up, at least the architecture's estimate. */
   activationBytesPerToken: number;
   /** Tokenizes texts (or query/document pairs) in the worker pool. */
-  encode(texts: string[], firsts?: string[]): Promise<Encoded[]>;
+  encode(texts: string[], firsts?: string[], options?: { instruction?: string }): Promise<Encoded[]>;
   /** Counts content tokens of a text in-process (prompt lengths). */
   encoder: Encoder;
   session: ModelSession;
@@ -152,6 +152,38 @@ export function tokenBudgetWithin(budgetMb: number, sessionBytes: number, bytesP
 export function denseHead(layout: ModelLayout, session: { outputNames: readonly string[] }): DenseLayer[] {
   if (!layout.dense.length || session.outputNames.includes("sentence_embedding")) return [];
   return readDenseLayers(layout.dir, layout.dense);
+}
+
+/**
+ * A decoder reranker's prompt as token ids: prefix and suffix (tokenized alone, as the model card does), the
+ * length left for the pair text, and the yes/no ids of a causal LM.
+ */
+async function templateTokens(encoder: Encoder, t: RerankTemplate, maxLength: number) {
+  if ((await encoder.encode("")).ids.length !== 0) {
+    throw new ModelLoadError("this decoder reranker's tokenizer adds special tokens of its own; only tokenizers that add none (Qwen) are supported");
+  }
+  const prefix = (await encoder.encode(t.prefix)).ids;
+  const suffix = (await encoder.encode(t.suffix)).ids;
+  const bodyLength = maxLength - prefix.length - suffix.length;
+  if (bodyLength < 8) throw new ModelLoadError(`max length ${maxLength} leaves ${bodyLength} tokens for a pair after the reranker's prompt`);
+  const id = (token: string | null) => {
+    if (token === null) return undefined;
+    const v = encoder.tokenId(token);
+    if (v === undefined) throw new ModelLoadError(`the reranker's tokenizer has no "${token}" token`);
+    return v;
+  };
+  return {
+    bodyLength,
+    yes: id(t.yesToken),
+    no: id(t.noToken),
+    wrap(e: Encoded): Encoded {
+      const ids = new Int32Array(prefix.length + e.ids.length + suffix.length);
+      ids.set(prefix, 0);
+      ids.set(e.ids, prefix.length);
+      ids.set(suffix, prefix.length + e.ids.length);
+      return { ids, typeIds: null };
+    },
+  };
 }
 
 /** The engines of a model: its text engine, and its media tower's when it has one. */
@@ -367,10 +399,14 @@ export class Registry {
       onFault: () => this.metrics?.workerRestarts.inc({ model: label }),
     });
     const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
-    const encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
+    let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
     const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
     const key = c.servedModelName;
-    await this.pool.load(key, layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
+    const template = layout.rerankTemplate ? await templateTokens(encoder, layout.rerankTemplate, layout.maxLength) : null;
+    // A decoder reranker's pair text is truncated to what its prompt leaves of the max length.
+    const textLength = template ? template.bodyLength : layout.maxLength;
+    if (template) encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, textLength);
+    await this.pool.load(key, layout.tokenizerJson, layout.tokenizerConfig, textLength);
     // On CPU a batch runs fastest per token at a few hundred tokens (cache); past ~1000 it slows down, while GPUs
     // want large batches. An input longer than the budget runs alone (selectBatch), so the budget is not raised to
     // the model's max length: a long-context model keeps small batches for its short inputs.
@@ -378,6 +414,13 @@ export class Registry {
     const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize };
     // The RSS growth can hide behind memory the process already had; the weights are resident at least.
     const sessionBytes = () => Math.max(process.memoryUsage().rss - rssBefore, layout.weightBytes);
+    const tokenize = (texts: string[], firsts?: string[]): Promise<Encoded[]> => {
+      // A worker round trip costs more than tokenizing a few short texts, so small requests stay here.
+      let chars = 0;
+      for (let i = 0; i < texts.length; i++) chars += texts[i]!.length + (firsts ? firsts[i]!.length : 0);
+      if (chars > INLINE_TOKENIZE_CHARS) return this.pool.encode(key, texts, firsts);
+      return encoder.encodeBatch(texts, firsts);
+    };
     const base = {
       name: key,
       config: c,
@@ -388,12 +431,14 @@ export class Registry {
       sessionBytes: 0,
       activationBytesPerToken: estimateActivationBytesPerToken(layout.configJson),
       warmupTokensPerSecond: 0,
-      encode: (texts: string[], firsts?: string[]) => {
-        // A worker round trip costs more than tokenizing a few short texts, so small requests stay here.
-        let chars = 0;
-        for (let i = 0; i < texts.length; i++) chars += texts[i]!.length + (firsts ? firsts[i]!.length : 0);
-        if (chars > INLINE_TOKENIZE_CHARS) return this.pool.encode(key, texts, firsts);
-        return encoder.encodeBatch(texts, firsts);
+      encode: async (texts: string[], firsts?: string[], options?: { instruction?: string }) => {
+        if (template && firsts) {
+          // Decoder rerankers: each pair as one text inside the template's prompt.
+          const instruction = options?.instruction ?? layout.rerankTemplate!.instruction;
+          const bodies = await tokenize(texts.map((d, i) => llmRerankText(firsts[i]!, d, instruction)));
+          return bodies.map((e) => template.wrap(e));
+        }
+        return tokenize(texts, firsts);
       },
       encoder,
       session,
@@ -441,7 +486,7 @@ export class Registry {
       case "embed":
         return { ...measured, task: "embed", engine: engine(embedReader(layout.pooling, undefined, denseHead(layout, session))), media: null };
       case "rerank":
-        return { ...measured, task: "rerank", engine: engine(rerankReader) };
+        return { ...measured, task: "rerank", engine: engine(template?.yes !== undefined ? yesNoReader(template.yes, template.no!) : rerankReader) };
       case "classify":
         return { ...measured, task: "classify", engine: engine(classifyReader) };
       case "sparse":

@@ -63,6 +63,8 @@ export interface ModelLayout {
   dtype: Exclude<Dtype, "auto">;
   /** Longest sequence fed to the model, special tokens included. */
   maxLength: number;
+  /** Decoder rerankers: the prompt pairs are read in (Qwen3-Reranker), null for cross-encoders. */
+  rerankTemplate: RerankTemplate | null;
   /** Which side batches are padded on: tokenizer_config.json's padding_side (decoder models: left). */
   paddingSide: "left" | "right";
   /** Embedders only. */
@@ -198,6 +200,8 @@ interface StModule { path: string; kind: string }
  */
 export const KNOWN_MODULES: ReadonlySet<string> = new Set([
   "Transformer", "MLMTransformer", "Pooling", "Normalize", "Dense", "SpladePooling",
+  // CrossEncoder over a causal LM: yes/no logits at the last position (rerankTemplateOf)
+  "LogitScore",
 ]);
 
 /**
@@ -335,8 +339,62 @@ export function paddingSideOf(tokenizerConfig: Record<string, unknown>, tokenize
   return direction === "Left" ? "left" : "right";
 }
 
+/**
+ * The prompt an LLM reranker reads a pair in (Qwen3-Reranker's model card): prefix, then
+ * "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}", then suffix; the score is read at the last
+ * position (yes/no logits of a causal LM, or the one logit of a -seq-cls conversion).
+ */
+export interface RerankTemplate {
+  prefix: string;
+  suffix: string;
+  instruction: string;
+  /** Causal LMs: the tokens whose logits are compared at the last position; null for -seq-cls conversions. */
+  yesToken: string | null;
+  noToken: string | null;
+}
+
+export const QWEN3_RERANK_TEMPLATE: RerankTemplate = {
+  prefix:
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. " +
+    'Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n',
+  suffix: "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+  instruction: "Given a web search query, retrieve relevant passages that answer the query",
+  yesToken: "yes",
+  noToken: "no",
+};
+
+const CHAT_DECODERS = new Set(["qwen2", "qwen3"]);
+
+/**
+ * Decoder rerankers: a *ForCausalLM export is served as a Qwen3-Reranker-style LLM reranker (yes/no logits), a
+ * decoder *ForSequenceClassification with one label (a -seq-cls conversion) with the same prompt. Both need the
+ * Qwen chat tokens; a causal LM without them is refused (its logits are not an embedding or a score).
+ */
+export function rerankTemplateOf(config: Record<string, unknown>, tokenizerJson: unknown, task: Task): RerankTemplate | null {
+  const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
+  const type = String(config.model_type ?? "");
+  const causal = arch.endsWith("ForCausalLM");
+  if (!causal && !(task === "rerank" && CHAT_DECODERS.has(type))) return null;
+  const tokens = new Set<string>();
+  const tj = tokenizerJson as { model?: { vocab?: unknown }; added_tokens?: Array<{ content?: string }> } | null;
+  for (const t of tj?.added_tokens ?? []) if (typeof t.content === "string") tokens.add(t.content);
+  const vocab = tj?.model?.vocab;
+  const has = (t: string) => tokens.has(t) || (!!vocab && typeof vocab === "object" && !Array.isArray(vocab) && t in (vocab as object));
+  const needed = ["<|im_start|>", "<|im_end|>", ...(causal ? ["yes", "no"] : [])];
+  const missing = needed.filter((t) => !has(t));
+  if (!CHAT_DECODERS.has(type) || missing.length) {
+    if (!causal) return null;
+    throw new ModelLoadError(
+      `${arch} is a causal language model; it is served only as a Qwen3-Reranker-style LLM reranker (model_type qwen2/qwen3 with ` +
+        `<|im_start|>, <|im_end|>, yes and no tokens)` + (missing.length ? `, and its tokenizer lacks ${missing.join(", ")}` : `, not ${type}`),
+    );
+  }
+  return causal ? QWEN3_RERANK_TEMPLATE : { ...QWEN3_RERANK_TEMPLATE, yesToken: null, noToken: null };
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
+  if (arch.endsWith("ForCausalLM")) return { task: "rerank", labels: [] };
   const id2label = (config.id2label ?? {}) as Record<string, string>;
   const labels = Object.keys(id2label)
     .sort((a, b) => Number(a) - Number(b))
@@ -402,6 +460,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const sparse = sparseLayout(modules, (p) => readJson(dir, join(p, "config.json")), poolingOverride,
     Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "");
   const task: Task = sparse ? "sparse" : taskInfo.task;
+  const rerankTemplate = rerankTemplateOf(config, tokenizerJson, task);
   // sentence-transformers CLIP repositories name their one module CLIPModel; the towers are read from config.json.
   const dense = denseModules(modules, (p) => readJson(dir, join(p, "config.json")), media ? new Set([...KNOWN_MODULES, "CLIPModel"]) : KNOWN_MODULES);
 
@@ -451,7 +510,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   return {
     dir,
     task,
-    paddingSide: paddingSideOf(tokenizerConfig, tokenizerJson),
+    // Decoder rerankers read the score at the last position: they pad on the left whatever the tokenizer says.
+    paddingSide: rerankTemplate ? "left" : paddingSideOf(tokenizerConfig, tokenizerJson),
+    rerankTemplate,
     modelType: String(config.model_type ?? "unknown"),
     architecture: Array.isArray(config.architectures) ? String(config.architectures[0]) : "unknown",
     onnxFile,

@@ -91,6 +91,9 @@ export const RerankRequest = t.Object(
     top_n: t.Optional(t.Integer({ error: "`top_n` must be an integer" })),
     return_documents: t.Optional(t.Boolean({ error: "`return_documents` must be a boolean" })),
     raw_scores: t.Optional(t.Boolean({ error: "`raw_scores` must be a boolean" })),
+    instruction: t.Optional(
+      t.String({ description: "LLM rerankers (Qwen3-Reranker): the task instruction in their prompt; default the model card's web-search instruction", error: "`instruction` must be a string" }),
+    ),
   },
   { additionalProperties: true },
 );

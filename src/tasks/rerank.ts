@@ -17,6 +17,33 @@ export const rerankReader: TaskReader<number> = {
   },
 };
 
+/**
+ * LLM rerankers (Qwen3-Reranker): the logits of "yes" and "no" at each row's last real token; the score is their
+ * difference, whose sigmoid is softmax([no, yes])[yes]. Reads full-vocabulary logits [batch, seq, vocab] or, with
+ * num_logits_to_keep, [batch, 1, vocab].
+ */
+export function yesNoReader(yes: number, no: number): TaskReader<number> {
+  return {
+    outputName: (names) => pickOutput(names, ["logits"]),
+    read(out: OutputTensor, lengths, starts) {
+      if (out.dims.length !== 3) throw new Error(`an LLM reranker's logits must be [batch, seq, vocab], got [${out.dims.join(", ")}]`);
+      const [, seq, vocab] = out.dims as [number, number, number];
+      const scores = new Array<number>(lengths.length);
+      for (let b = 0; b < lengths.length; b++) {
+        const last = seq === 1 ? 0 : (starts?.[b] ?? 0) + lengths[b]! - 1;
+        const o = (b * seq + last) * vocab;
+        scores[b] = out.data[o + yes]! - out.data[o + no]!;
+      }
+      return scores;
+    },
+  };
+}
+
+/** The text a decoder reranker reads one pair in, inside its template's prefix and suffix. */
+export function llmRerankText(query: string, document: string, instruction: string): string {
+  return `<Instruct>: ${instruction}\n<Query>: ${query}\n<Document>: ${document}`;
+}
+
 export interface RerankItem {
   index: number;
   score: number;

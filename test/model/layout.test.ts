@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chooseOnnxFile, chooseTowerFiles, denseModules, externalDataFiles, mediaModalityOf, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { chooseOnnxFile, chooseTowerFiles, denseModules, rerankTemplateOf, externalDataFiles, mediaModalityOf, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
 import { readDenseLayers } from "../../src/model/dense";
 import { denseHead } from "../../src/engine/registry";
 import { applyDense } from "../../src/tasks/embed";
@@ -195,5 +195,30 @@ describe("model families: decoders, Dense modules, unknown modules", () => {
     expect(Array.from(applyDense(Float32Array.from([1, 1]), [{ ...layer, activation: "relu", bias: Float32Array.from([-4, 0]) }]))).toEqual([0, 7]);
     expect(Array.from(applyDense(Float32Array.from([1, 1]), [{ ...layer, residual: "identity" }]))).toEqual([4.5, 7.5]);
     expect(applyDense(Float32Array.from([0, 0]), [{ ...layer, activation: "tanh", bias: Float32Array.from([1, 0]) }])[0]).toBeCloseTo(Math.tanh(1), 6);
+  });
+});
+
+describe("decoder rerankers", () => {
+  const tj = (...tokens: string[]) => ({ added_tokens: tokens.map((content) => ({ content })), model: { vocab: {} } });
+  const qwen = (arch: string) => ({ architectures: [arch], model_type: "qwen3" });
+
+  test("a causal LM with the Qwen chat and yes/no tokens is an LLM reranker; a -seq-cls conversion uses the same prompt", () => {
+    expect(taskOf(qwen("Qwen3ForCausalLM")).task).toBe("rerank");
+    expect(rerankTemplateOf(qwen("Qwen3ForCausalLM"), tj("<|im_start|>", "<|im_end|>", "yes", "no"), "rerank")?.yesToken).toBe("yes");
+    const seqCls = rerankTemplateOf({ ...qwen("Qwen3ForSequenceClassification"), num_labels: 1 }, tj("<|im_start|>", "<|im_end|>"), "rerank");
+    expect([seqCls?.yesToken, seqCls?.prefix.startsWith("<|im_start|>system")]).toEqual([null, true]);
+    expect(rerankTemplateOf({ architectures: ["BertForSequenceClassification"], model_type: "bert" }, tj(), "rerank")).toBeNull();
+  });
+
+  test("a causal LM that cannot be read as a reranker is refused at load, saying why", () => {
+    expect(() => rerankTemplateOf(qwen("Qwen3ForCausalLM"), tj("<|im_start|>", "<|im_end|>"), "rerank")).toThrow(/lacks yes, no/);
+    expect(() => rerankTemplateOf({ architectures: ["LlamaForCausalLM"], model_type: "llama" }, tj("yes", "no"), "rerank")).toThrow(/causal language model/);
+  });
+
+  test("fixtures: left padding, the template, yes/no", () => {
+    for (const name of ["qwen3-rerank", "qwen3-rerank-seq-cls"]) {
+      const l = readLayout(fixture(name), listFolder(fixture(name)), "auto", "auto");
+      expect([l.task, l.paddingSide, l.rerankTemplate !== null]).toEqual(["rerank", "left", true]);
+    }
   });
 });

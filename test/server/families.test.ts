@@ -7,12 +7,13 @@ import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from ".
 
 const QWEN = ["qwen3-embed", "qwen3-embed-qdrant"] as const;
 const DENSE = ["bert-dense", "gemma-embed"] as const;
+const RERANKERS = ["qwen3-rerank", "qwen3-rerank-seq-cls"] as const;
 let server: RunningServer;
 let url: string;
 
 beforeAll(async () => {
   server = await startTestServer({
-    "model-id": [...QWEN.map(fixture), ...DENSE.map(fixture)],
+    "model-id": [...QWEN.map(fixture), ...DENSE.map(fixture), ...RERANKERS.map(fixture)],
     "batch-size": "8",
     "max-inputs-per-request": "64",
   });
@@ -146,5 +147,47 @@ describe("request fields input_type and normalize", () => {
     const norm = await embed({ model: "qwen3-embed", input: "x", normalize: "yes" });
     expect(norm.status).toBe(400);
     expect(norm.json.error.message).toContain("normalize");
+  });
+});
+
+describe("LLM rerankers: Qwen3-Reranker prompt, left padding, score at the last position", () => {
+  type Pair = { query: string; document: string; input_ids: number[]; logit: number; score: number };
+  const rerank = (body: Record<string, unknown>) => postJson(`${url}/rerank`, body);
+
+  for (const name of RERANKERS) {
+    test(`${name}: each pair alone, and every query's documents batched together`, async () => {
+      const ref = await reference(name);
+      expect(ref.cases.some((c: Pair) => c.input_ids.length === ref.max_length)).toBe(true);
+      for (const c of ref.cases as Pair[]) {
+        const { status, json } = await rerank({ model: name, query: c.query, documents: [c.document] });
+        expect(status).toBe(200);
+        expect(Math.abs(json.results[0].relevance_score - c.score)).toBeLessThanOrEqual(1e-4);
+        expect(json.usage.total_tokens).toBe(c.input_ids.length);
+        const raw = await rerank({ model: name, query: c.query, documents: [c.document], raw_scores: true });
+        expect(Math.abs(raw.json.results[0].relevance_score - c.logit)).toBeLessThanOrEqual(1e-4);
+      }
+      // Concurrent requests, one per query with all documents of the reference: rows of different lengths pad left.
+      const docs = (ref.cases as Pair[]).map((c) => c.document);
+      const queries = [...new Set((ref.cases as Pair[]).map((c) => c.query))];
+      const answers = await Promise.all(queries.map((q) => rerank({ model: name, query: q, documents: docs, raw_scores: true })));
+      answers.forEach((a, qi) => {
+        expect(a.status).toBe(200);
+        for (const r of a.json.results) {
+          const c = (ref.cases as Pair[])[r.index]!;
+          if (c.query === queries[qi]) expect(Math.abs(r.relevance_score - c.logit)).toBeLessThanOrEqual(1e-4);
+        }
+      });
+    });
+  }
+
+  test("qwen3-rerank: a request's instruction replaces the default one in the prompt", async () => {
+    const ref = await reference("qwen3-rerank");
+    const c = ref.instruction_case;
+    const { status, json } = await rerank({ model: "qwen3-rerank", query: c.query, documents: [c.document], instruction: c.instruction });
+    expect(status).toBe(200);
+    expect(Math.abs(json.results[0].relevance_score - c.score)).toBeLessThanOrEqual(1e-4);
+    expect(json.usage.total_tokens).toBe(c.input_ids.length);
+    const other = await rerank({ model: "qwen3-rerank", query: c.query, documents: [c.document] });
+    expect(Math.abs(other.json.results[0].relevance_score - c.score)).toBeGreaterThan(1e-4);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { finishEmbedding, l2normalize, pool, promptFor, toBase64 } from "../../src/tasks/embed";
 import { labelScores, softmax } from "../../src/tasks/classify";
-import { rankResults, sigmoid } from "../../src/tasks/rerank";
+import { rankResults, sigmoid, yesNoReader } from "../../src/tasks/rerank";
 import { InvalidInput } from "../../src/errors";
 
 // hidden: batch 1, seq 3 (2 real tokens + 1 pad), dim 2
@@ -83,5 +83,17 @@ describe("promptFor: prompt_name and input_type, one mapping for every API shape
 
   test("normalize false keeps the raw (truncated) vector", () => {
     expect(Array.from(finishEmbedding(new Float32Array([3, 4, 12]), 2, false))).toEqual([3, 4]);
+  });
+});
+
+describe("LLM reranker scores", () => {
+  test("yes minus no at each row's last real token; [batch, 1, vocab] with num_logits_to_keep", () => {
+    // batch 2, seq 2, vocab 3 (yes = 2, no = 0); row 0 left-padded (real token at 1), row 1 right-padded (real at 0)
+    const data = new Float32Array([9, 9, 9, 1, 0, 5, 2, 0, 3, 7, 7, 7]);
+    const r = yesNoReader(2, 0).read({ name: "logits", data, dims: [2, 2, 3] }, [1, 1], [1, 0]);
+    expect(r).toEqual([4, 1]);
+    const kept = yesNoReader(2, 0).read({ name: "logits", data: new Float32Array([1, 0, 5, 2, 0, 3]), dims: [2, 1, 3] }, [7, 3], [0, 4]);
+    expect(kept).toEqual([4, 1]);
+    expect(sigmoid(4)).toBeCloseTo(Math.exp(5) / (Math.exp(1) + Math.exp(5)), 12);
   });
 });

@@ -26,9 +26,13 @@ export function rerankRoutes(ctx: ServerContext) {
       });
       if (body.top_n !== undefined && body.top_n < 1) throw new InvalidInput(`\`top_n\` must be at least 1, got ${body.top_n}`, "top_n");
       // Cached per (query, document) pair: a repeated query over unchanged documents runs only the new ones.
-      const keys = docs.map((d) => inputKey(model.cacheScope, "pair", body.query, d));
+      if (body.instruction !== undefined && !model.layout.rerankTemplate) {
+        throw new InvalidInput("`instruction` applies to LLM rerankers (Qwen3-Reranker) only; this model is a cross-encoder", "instruction");
+      }
+      const options = body.instruction !== undefined ? { instruction: body.instruction } : undefined;
+      const keys = docs.map((d) => (options ? inputKey(model.cacheScope, "pair+instruction", options.instruction, body.query, d) : inputKey(model.cacheScope, "pair", body.query, d)));
       const { results, tokens, queueMs, inferenceMs, hits } = await ctx.cache.through(model.name, keys, SCORE_CODEC, async (missing) => {
-        const encoded = await model.encode(missing.map((i) => docs[i]!), missing.map(() => body.query));
+        const encoded = await model.encode(missing.map((i) => docs[i]!), missing.map(() => body.query), options);
         return { ...(await model.engine.submit(encoded, request.signal)), tokens: encoded.map((e) => e.ids.length) };
       });
       cacheHeader(set, ctx, hits);
