@@ -12,6 +12,7 @@ import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
 import { ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
 import { modelCacheScope } from "../cache/scope";
+import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, type DenseLayer } from "../model/dense";
 import { classifyReader } from "../tasks/classify";
 import { embedReader, projectionReader } from "../tasks/embed";
@@ -383,11 +384,12 @@ export class Registry {
     return m;
   }
 
-  /** Stops a model's engines and frees its sessions (their inference workers end). */
+  /** Stops a model's engines and frees its sessions (their inference workers end), then returns the memory. */
   private async release(m: ServedModel): Promise<void> {
     for (const e of enginesOf(m)) e.stop();
     if (m.task === "embed" && m.media) await m.media.session?.release().catch(() => {});
     await m.session.release().catch(() => {});
+    returnFreedMemory();
   }
 
   private async loadOne(c: ModelConfig, layout: ModelLayout, cacheScope: string): Promise<ServedModel> {
