@@ -389,6 +389,7 @@ export class Registry {
     for (const e of enginesOf(m)) e.stop();
     if (m.task === "embed" && m.media) await m.media.session?.release().catch(() => {});
     await m.session.release().catch(() => {});
+    await this.pool.unload(m.name).catch(() => {});
     returnFreedMemory();
   }
 

@@ -23,6 +23,13 @@ export class TokenizerPool {
     this.loadedKeys.add(key);
   }
 
+  /** Drops a model's tokenizer from every worker (the model was unloaded; a later load sends it again). */
+  async unload(key: string): Promise<void> {
+    this.loadedKeys.delete(key);
+    if (this.workers.isClosed) return;
+    await this.workers.broadcast({ type: "unload", id: this.workers.id(), key });
+  }
+
   /** Encodes texts (or pairs: firsts[i] with texts[i]); results in input order. */
   async encode(key: string, texts: string[], firsts?: string[]): Promise<Encoded[]> {
     if (this.workers.isClosed) throw new Error("tokenizer pool is closed");

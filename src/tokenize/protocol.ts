@@ -1,6 +1,7 @@
 // Messages between the tokenizer pool and its workers.
 export type WorkerRequest =
   | { type: "load"; id: number; key: string; tokenizerJson: unknown; tokenizerConfig: Record<string, unknown>; maxLength: number }
+  | { type: "unload"; id: number; key: string }
   | {
       type: "encode";
       id: number;

@@ -11,6 +11,12 @@ async function handle(msg: WorkerRequest): Promise<WorkerResponse> {
     encoders.set(msg.key, await Encoder.create(msg.tokenizerJson, msg.tokenizerConfig, msg.maxLength));
     return { id: msg.id, ok: true };
   }
+  if (msg.type === "unload") {
+    // The model was unloaded: its native tokenizer is freed once collected.
+    encoders.delete(msg.key);
+    Bun.gc(true);
+    return { id: msg.id, ok: true };
+  }
   const encoder = encoders.get(msg.key);
   if (!encoder) return { id: msg.id, ok: false, error: `tokenizer ${msg.key} is not loaded in this worker` };
   const n = msg.texts.length;
