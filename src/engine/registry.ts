@@ -394,6 +394,19 @@ export class Registry {
   }
 
   private async loadOne(c: ModelConfig, layout: ModelLayout, cacheScope: string): Promise<ServedModel> {
+    const sessions: ModelSession[] = [];
+    try {
+      return await this.assemble(c, layout, cacheScope, sessions);
+    } catch (e) {
+      // A model that fails after its sessions were created (tokenizer, media preprocessor) must not leave their
+      // inference workers running: with on-demand loading a failed load can be tried again and again.
+      for (const s of sessions) await s.release().catch(() => {});
+      throw e;
+    }
+  }
+
+  /** Sessions, tokenizer and engines of one model; every session created is pushed to `sessions`. */
+  private async assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string, sessions: ModelSession[]): Promise<ServedModel> {
     for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
     const rssBefore = process.memoryUsage().rss;
     const worker = (label: string): WorkerOptions => ({
@@ -402,6 +415,7 @@ export class Registry {
       onFault: () => this.metrics?.workerRestarts.inc({ model: label }),
     });
     const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
+    sessions.push(session);
     let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
     const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
     const key = c.servedModelName;
@@ -465,6 +479,7 @@ export class Registry {
         towerRunner = mediaRunner(session, mediaReader, inputName, textDummy(padId));
       } else {
         mediaSession = await ModelSession.create(join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads }, worker(`${c.servedModelName}/${media.modality}`));
+        sessions.push(mediaSession);
         textRunner = sessionRunner(session, textReader);
         towerRunner = mediaRunner(mediaSession, mediaReader, inputName);
       }
