@@ -131,4 +131,17 @@ describe("models on demand", () => {
       await s.shutdown();
     }
   });
+
+  test("liveness stays 200 while readiness says stopping", async () => {
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "model-warmup": "false" });
+    try {
+      s.ctx.shuttingDown = true;
+      expect((await fetch(`${s.url}/health`)).status).toBe(503);
+      expect((await fetch(`${s.url}/live`)).status).toBe(200);
+      expect((await fetch(`${s.url}/models`)).status).toBe(503);
+    } finally {
+      s.ctx.shuttingDown = false;
+      await s.shutdown();
+    }
+  });
 });
