@@ -10,7 +10,7 @@ import type { MediaPool } from "../media/pool";
 import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
-import { ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
+import { isTextInput, ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
 import { modelCacheScope } from "../cache/scope";
 import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, type DenseLayer } from "../model/dense";
@@ -416,6 +416,15 @@ export class Registry {
     });
     const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
     sessions.push(session);
+    const mediaInput = layout.media ? (layout.media.modality === "image" ? IMAGE_INPUT : AUDIO_INPUT) : null;
+    const unfed = session.inputNames.filter((n) => !isTextInput(n) && n !== mediaInput);
+    if (unfed.length) {
+      throw new ModelLoadError(
+        `${layout.onnxFile} takes input${unfed.length > 1 ? "s" : ""} this server cannot feed: ${unfed.join(", ")} ` +
+          `(it feeds input_ids, attention_mask, token_type_ids, position_ids, empty past_key_values, num_logits_to_keep${mediaInput ? `, ${mediaInput}` : ""}). ` +
+          `A plain export of the model (optimum-cli export onnx --model <id> <dir>) may take only those`,
+      );
+    }
     let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
     const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
     const key = c.servedModelName;

@@ -106,7 +106,7 @@ export const ONNX_CANDIDATES: Record<Exclude<Dtype, "auto">, string[]> = {
 const AUTO_ORDER: Exclude<Dtype, "auto">[] = ["float32", "int8", "float16"];
 
 /** Picks the ONNX file for a dtype from a list of repository paths. Pure, so hub listings and folders share it. */
-export function chooseOnnxFile(files: readonly string[], dtype: Dtype): { file: string; dtype: Exclude<Dtype, "auto"> } {
+export function chooseOnnxFile(files: readonly string[], dtype: Dtype, modelId = "the model"): { file: string; dtype: Exclude<Dtype, "auto"> } {
   const have = new Set(files);
   const order = dtype === "auto" ? AUTO_ORDER : [dtype];
   for (const d of order) {
@@ -114,9 +114,23 @@ export function chooseOnnxFile(files: readonly string[], dtype: Dtype): { file: 
   }
   const looked = order.flatMap((d) => ONNX_CANDIDATES[d]);
   const present = files.filter((f) => f.endsWith(".onnx"));
-  throw new ModelLoadError(
-    `no ONNX export for dtype ${dtype}: looked for ${looked.join(", ")}` +
-      (present.length ? `; the repository has ${present.join(", ")}` : "; the repository has no .onnx file (export it with optimum or sentence-transformers' ONNX backend)"),
+  if (present.length) throw new ModelLoadError(`no ONNX export for dtype ${dtype}: looked for ${looked.join(", ")}; the repository has ${present.join(", ")}`);
+  throw new ModelLoadError(noOnnxMessage(files, modelId));
+}
+
+/**
+ * A repository without any ONNX export: what it has instead, and the command that makes an export this server
+ * can serve from a local folder.
+ */
+export function noOnnxMessage(files: readonly string[], modelId: string): string {
+  const weights = files.filter((f) => /\.(safetensors|bin|pt|pth|gguf|h5|msgpack|ckpt|tflite)$/.test(f) && !/(^|\/)(training_args|optimizer|scheduler)\.bin$/.test(f));
+  const shown = weights.slice(0, 6).join(", ") + (weights.length > 6 ? ` and ${weights.length - 6} more` : "");
+  const dir = `${modelId.split("/").pop() || "model"}-onnx`;
+  return (
+    `${modelId} has no ONNX export (no .onnx file; ` +
+    (weights.length ? `its weights are ${shown})` : `it has ${files.slice(0, 8).join(", ") || "no files"})`) +
+    `. Export one with \`optimum-cli export onnx --model ${modelId} ${dir}\` (pip install "optimum[onnxruntime]") ` +
+    `and serve the folder: --model-id ./${dir}`
   );
 }
 
@@ -157,7 +171,7 @@ export function chooseTowerFiles(files: readonly string[], dtype: Dtype, modalit
 }
 
 /** The ONNX files a repository listing needs for a dtype: both towers of a multimodal export, or the one model file. */
-export function onnxFilesFor(files: readonly string[], dtype: Dtype): string[] {
+export function onnxFilesFor(files: readonly string[], dtype: Dtype, modelId?: string): string[] {
   const modality = files.some((f) => /^onnx\/vision_model[^/]*\.onnx$/.test(f)) ? "image" : files.some((f) => /^onnx\/audio_model[^/]*\.onnx$/.test(f)) ? "audio" : null;
   if (modality && files.some((f) => /^onnx\/text_model[^/]*\.onnx$/.test(f))) {
     try {
@@ -167,7 +181,7 @@ export function onnxFilesFor(files: readonly string[], dtype: Dtype): string[] {
       /* fall through to the single-file rule and its message */
     }
   }
-  return [chooseOnnxFile(files, dtype).file];
+  return [chooseOnnxFile(files, dtype, modelId).file];
 }
 
 /** External weight files that belong to an ONNX file (both naming conventions in use on the hub). */
@@ -181,6 +195,14 @@ export const METADATA_FILES = [
   "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
   "sentence_bert_config.json", "config_sentence_transformers.json", "preprocessor_config.json",
 ] as const;
+
+/**
+ * Model metadata (config.json, tokenizer files) at the root, else inside onnx/: some repositories ship their ONNX
+ * export as a self-contained folder (protectai/deberta-v3-base-prompt-injection-v2).
+ */
+function readMetadata(dir: string, file: string): Record<string, unknown> | null {
+  return readJson(dir, file) ?? readJson(dir, join("onnx", file));
+}
 
 function readJson(dir: string, file: string): Record<string, unknown> | null {
   const path = join(dir, file);
@@ -410,11 +432,11 @@ export function taskOf(config: Record<string, unknown>): { task: Task; labels: s
 
 export function readLayout(dir: string, files: readonly string[], dtype: Dtype, poolingOverride: PoolingMethod): ModelLayout {
   const warnings: string[] = [];
-  const config = readJson(dir, "config.json");
+  const config = readMetadata(dir, "config.json");
   if (!config) throw new ModelLoadError(`${dir}: missing config.json`);
-  const tokenizerJson = readJson(dir, "tokenizer.json");
+  const tokenizerJson = readMetadata(dir, "tokenizer.json");
   if (!tokenizerJson) throw new ModelLoadError(`${dir}: missing tokenizer.json (only fast-tokenizer repositories are supported)`);
-  const tokenizerConfig: Record<string, unknown> = { ...(readJson(dir, "special_tokens_map.json") ?? {}), ...(readJson(dir, "tokenizer_config.json") ?? {}) };
+  const tokenizerConfig: Record<string, unknown> = { ...(readMetadata(dir, "special_tokens_map.json") ?? {}), ...(readMetadata(dir, "tokenizer_config.json") ?? {}) };
   // special_tokens_map.json values may be objects ({content: ...}); the tokenizer wants strings.
   for (const [k, v] of Object.entries(tokenizerConfig)) {
     if (v && typeof v === "object" && !Array.isArray(v) && "content" in (v as object)) tokenizerConfig[k] = (v as { content: string }).content;
@@ -442,7 +464,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
       imageSize: Number.isFinite(Number(vision.image_size)) ? Number(vision.image_size) : null,
     };
   } else {
-    ({ file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype));
+    ({ file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype, dir));
   }
 
   if (chosen === "float16" && /^gemma3/.test(String(config.model_type ?? ""))) {

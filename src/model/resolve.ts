@@ -65,15 +65,20 @@ export function looksLikeLocalPath(modelId: string): boolean {
 }
 
 /** Which repository files a model needs: metadata, module configs, the ONNX file for the dtype and its data. */
-export function filesToFetch(repoFiles: readonly string[], dtype: Dtype): string[] {
+export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId?: string): string[] {
   const wanted = new Set<string>();
   const have = new Set(repoFiles);
-  for (const f of METADATA_FILES) if (have.has(f)) wanted.add(f);
-  for (const f of repoFiles) {
-    // Pooling / Normalize / Dense module configs of sentence-transformers live in numbered folders.
-    if (/^\d+_[^/]+\/config\.json$/.test(f) || /^[^/]+\/sentence_bert_config\.json$/.test(f)) wanted.add(f);
+  // Metadata at the root, else the copy inside onnx/ (self-contained export folders).
+  for (const f of METADATA_FILES) {
+    if (have.has(f)) wanted.add(f);
+    else if (have.has(`onnx/${f}`)) wanted.add(`onnx/${f}`);
   }
-  for (const file of onnxFilesFor(repoFiles, dtype)) {
+  for (const f of repoFiles) {
+    // Pooling / Normalize / Dense module configs of sentence-transformers live in numbered folders; Dense
+    // weights are applied by the server when the export stops at the token embeddings.
+    if (/^\d+_[^/]+\/config\.json$/.test(f) || /^[^/]+\/sentence_bert_config\.json$/.test(f) || /^\d+_Dense[^/]*\/model\.safetensors$/.test(f)) wanted.add(f);
+  }
+  for (const file of onnxFilesFor(repoFiles, dtype, modelId)) {
     wanted.add(file);
     for (const f of externalDataFiles(file, repoFiles)) wanted.add(f);
   }
@@ -162,7 +167,7 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
     }
     const dir = join(repo, "snapshots", cachedCommit);
     const files = listFolder(dir);
-    onnxFilesFor(files, dtype); // a clear error if the cached snapshot lacks the dtype's file
+    onnxFilesFor(files, dtype, modelId); // a clear error if the cached snapshot lacks the dtype's file
     return { dir, files, source: "cache" };
   }
 
@@ -174,7 +179,7 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
   const repoFiles = (info.siblings ?? []).map((s) => s.rfilename);
   if (!commit || repoFiles.length === 0) throw new ModelLoadError(`hub returned no file list for ${modelId}@${revision}`);
   const snapshot = join(repo, "snapshots", commit);
-  const needed = filesToFetch(repoFiles, dtype);
+  const needed = filesToFetch(repoFiles, dtype, modelId);
   for (const file of needed) {
     const dest = join(snapshot, file);
     if (existsSync(dest)) continue;

@@ -331,6 +331,12 @@ export function positionIds(t: BatchTensors): Int32Array {
  * all a pooled or scored decoder reads). Inputs it does not know are left out, for the caller to add (a combined
  * multimodal export) or for runFeeds to report.
  */
+/** Whether textFeeds builds an input of this name (token inputs and the inputs of decoder exports). */
+export function isTextInput(name: string): boolean {
+  return TEXT_INPUTS.has(name) || PAST_INPUT.test(name);
+}
+const TEXT_INPUTS = new Set(["input_ids", "attention_mask", "token_type_ids", "position_ids", "num_logits_to_keep", "logits_to_keep"]);
+
 export function textFeeds(t: BatchTensors, names: readonly string[], specs: readonly InputSpec[] = []): Record<string, Feed> {
   const dims = [t.batch, t.seqLen];
   const feeds: Record<string, Feed> = {};

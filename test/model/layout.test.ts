@@ -1,5 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { chooseOnnxFile, chooseTowerFiles, denseModules, rerankTemplateOf, externalDataFiles, mediaModalityOf, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { mkdtempSync, copyFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { isTextInput } from "../../src/model/session";
+import { chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
 import { readDenseLayers } from "../../src/model/dense";
 import { denseHead } from "../../src/engine/registry";
 import { applyDense } from "../../src/tasks/embed";
@@ -21,7 +25,7 @@ describe("ONNX file choice", () => {
 
   test("a missing export names what was looked for", () => {
     expect(() => chooseOnnxFile(["pytorch_model.bin", "config.json"], "auto")).toThrow(ModelLoadError);
-    expect(() => chooseOnnxFile(["pytorch_model.bin"], "auto")).toThrow(/onnx\/model\.onnx.*no \.onnx file/);
+    expect(() => chooseOnnxFile(["pytorch_model.bin"], "auto")).toThrow(/has no ONNX export \(no \.onnx file; its weights are pytorch_model\.bin\)/);
     expect(() => chooseOnnxFile(["onnx/model.onnx"], "float16")).toThrow(/model_fp16\.onnx.*has onnx\/model\.onnx/);
   });
 });
@@ -220,5 +224,29 @@ describe("decoder rerankers", () => {
       const l = readLayout(fixture(name), listFolder(fixture(name)), "auto", "auto");
       expect([l.task, l.paddingSide, l.rerankTemplate !== null]).toEqual(["rerank", "left", true]);
     }
+  });
+});
+
+describe("a repository without a usable ONNX export", () => {
+  test("names what it has and the optimum-cli command; never a stack trace", () => {
+    const msg = noOnnxMessage(["config.json", "model.safetensors", "tokenizer.json", "training_args.bin"], "Org/Some-Model");
+    expect(msg).toContain("Org/Some-Model has no ONNX export");
+    expect(msg).toContain("its weights are model.safetensors)");
+    expect(msg).not.toContain("training_args");
+    expect(msg).toContain("`optimum-cli export onnx --model Org/Some-Model Some-Model-onnx`");
+    expect(() => chooseOnnxFile(["config.json", "pytorch_model.bin"], "auto", "a/b")).toThrow(/a\/b has no ONNX export.*pytorch_model.bin.*optimum-cli export onnx --model a\/b b-onnx/);
+    // An export for another dtype is named instead.
+    expect(() => chooseOnnxFile(["onnx/model_fp16.onnx"], "float32", "a/b")).toThrow(/the repository has onnx\/model_fp16.onnx/);
+  });
+
+  test("a local folder with only safetensors weights fails to load with that message", () => {
+    const dir = mkdtempSync(join(tmpdir(), "no-onnx-"));
+    for (const f of ["config.json", "tokenizer.json", "model.safetensors"]) copyFileSync(join(fixture("bert-dense"), f), join(dir, f));
+    expect(() => readLayout(dir, listFolder(dir), "auto", "auto")).toThrow(/has no ONNX export \(no \.onnx file; its weights are model\.safetensors\)\. Export one with `optimum-cli export onnx --model /);
+  });
+
+  test("inputs a session can be fed; others refuse the model at load", () => {
+    for (const n of ["input_ids", "attention_mask", "token_type_ids", "position_ids", "past_key_values.3.value", "num_logits_to_keep"]) expect(isTextInput(n)).toBe(true);
+    for (const n of ["task_id", "inputs_embeds", "past_key_values.0.conv", "pixel_values"]) expect(isTextInput(n)).toBe(false);
   });
 });

@@ -110,6 +110,13 @@ describe("local folders and settings", () => {
   test("which files are fetched", () => {
     const repo = ["config.json", "tokenizer.json", "README.md", "pytorch_model.bin", "1_Pooling/config.json", "onnx/model.onnx", "onnx/model.onnx_data", "onnx/model_fp16.onnx"];
     expect(filesToFetch(repo, "auto").sort()).toEqual(["1_Pooling/config.json", "config.json", "onnx/model.onnx", "onnx/model.onnx_data", "tokenizer.json"]);
+    // Dense weights (applied by the server when the export stops at the token states); metadata inside onnx/ when
+    // the root has none (protectai/deberta-v3-base-prompt-injection-v2's self-contained export folder).
+    const st = ["config.json", "tokenizer.json", "modules.json", "2_Dense/config.json", "2_Dense/model.safetensors", "2_Dense/pytorch_model.bin", "onnx/model.onnx"];
+    expect(filesToFetch(st, "auto").sort()).toEqual(["2_Dense/config.json", "2_Dense/model.safetensors", "config.json", "modules.json", "onnx/model.onnx", "tokenizer.json"]);
+    const inside = ["README.md", "model.safetensors", "onnx/config.json", "onnx/tokenizer.json", "onnx/tokenizer_config.json", "onnx/model.onnx"];
+    expect(filesToFetch(inside, "auto").sort()).toEqual(["onnx/config.json", "onnx/model.onnx", "onnx/tokenizer.json", "onnx/tokenizer_config.json"]);
+    expect(() => filesToFetch(["config.json", "model.safetensors"], "auto", "org/m")).toThrow(/org\/m has no ONNX export.*optimum-cli export onnx --model org\/m m-onnx/);
     expect(progressLine("m/f", 50, 100)).toContain("50%");
   });
 });
