@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, postJson, startTestServer } from "../helpers";
+import { fixture, fixtureBytes, postJson, startTestServer } from "../helpers";
 
 const threads = ["--tokenizer-workers", "1", "--num-threads", "1"];
 import { freePort, startServer } from "../../bench/process";
@@ -85,6 +85,27 @@ describe("result cache (memory)", () => {
     const again = await postJson(`${server.url}/classify`, body);
     expect(again.headers.get("x-cache-hits")).toBe("3");
     expect(again.json.data).toEqual(first.json.data);
+  });
+});
+
+describe("result cache (media)", () => {
+  test("image inputs are keyed by their bytes, apart from text", async () => {
+    const s = await startTestServer({ "model-id": fixture("clip"), "result-cache": "memory", "media-workers": "1" });
+    try {
+      const png = `data:image/png;base64,${Buffer.from(await fixtureBytes("media/landscape.png")).toString("base64")}`;
+      const jpg = `data:image/jpeg;base64,${Buffer.from(await fixtureBytes("media/portrait.jpg")).toString("base64")}`;
+      const first = await postJson(`${s.url}/embeddings`, { input: [png], modality: "image" });
+      expect(first.status).toBe(200);
+      expect(first.headers.get("x-cache-hits")).toBe("0");
+      const again = await postJson(`${s.url}/embeddings`, { input: [jpg, png], modality: "image" });
+      expect(again.headers.get("x-cache-hits")).toBe("1");
+      expect(again.json.data[1].embedding).toEqual(first.json.data[0].embedding);
+      // The same bytes as text are another input.
+      const text = await postJson(`${s.url}/embeddings`, { input: [png.slice(0, 200)] });
+      expect(text.headers.get("x-cache-hits")).toBe("0");
+    } finally {
+      await s.shutdown();
+    }
   });
 });
 
