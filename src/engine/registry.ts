@@ -27,11 +27,11 @@ import { featureBatches, type FeatureBatch } from "./inputs";
 import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "./towers";
 
 /**
- * Requests with at most this many characters are tokenized on the event loop, which covers one full-length input
- * of a 512-token model. Measured at concurrency 1 with the benchmark's texts (idle server, so caches are cold, as
- * they are for a lone request): tokenizing inline took 0.18-0.25 ms for ~560 characters, 0.42 ms for the longest
- * (~1,400); the same texts through a tokenizer worker took 0.84 ms. Hot, tokenizing costs ~0.1 us per character,
- * so the loop is held at most ~0.4 ms. Larger requests go to the worker pool.
+ * Requests with at most this many characters are tokenized in-process rather than in a tokenizer worker, which
+ * covers one full-length input of a 512-token model. The Rust tokenizers binding encodes on its own thread pool, so
+ * the event loop only waits for the answer either way; the worker adds a message round trip and a copy. Measured
+ * one ~560-character text at a time (bert-base-uncased, 2 loaded cores, scratch A/B): 0.77-0.88 ms in-process,
+ * 1.03-1.64 ms through a worker. Larger requests go to the worker pool, spread over its threads.
  */
 export const INLINE_TOKENIZE_CHARS = 4096;
 
