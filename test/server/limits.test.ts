@@ -44,7 +44,7 @@ describe("1,000,000-character inputs", () => {
         expect(v.length).toBeGreaterThan(0);
         expect(v.every(Number.isFinite)).toBe(true);
         // Truncated to the model's max length, not counted whole.
-        expect(json.usage.prompt_tokens).toBeLessThanOrEqual(server.ctx.registry.lookup(model, "embed").layout.maxLength);
+        expect(json.usage.prompt_tokens).toBeLessThanOrEqual((await server.ctx.registry.lookup(model, "embed")).layout.maxLength);
       }
       // One character over is refused with the one error shape, not tokenized.
       const over = await postJson(`${server.url}/embeddings`, { model, input: "a".repeat(LIMIT + 1) });
