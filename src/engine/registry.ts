@@ -5,7 +5,7 @@ import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
 import { log } from "../log";
 import type { Metrics } from "../metrics";
-import { readLayout, type Modality, type ModelLayout, type RerankTemplate, type Task } from "../model/layout";
+import { readLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
 import type { MediaPool } from "../media/pool";
 import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
@@ -18,6 +18,10 @@ import { classifyReader } from "../tasks/classify";
 import { embedReader, projectionReader } from "../tasks/embed";
 import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
 import { spladeReader, type SparseVector } from "../tasks/sparse";
+import {
+  colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength,
+  type ColbertTokens, type MultiVector, type MultiVectorBatch, type MultiVectorInput,
+} from "../tasks/multivector";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
@@ -82,7 +86,15 @@ export type ServedModel =
   | (Base & { task: "embed"; engine: Engine<Float32Array>; media: MediaTower | null })
   | (Base & { task: "rerank"; engine: Engine<number> })
   | (Base & { task: "classify"; engine: Engine<Float32Array> })
-  | (Base & { task: "sparse"; engine: Engine<SparseVector> });
+  | (Base & { task: "sparse"; engine: Engine<SparseVector> })
+  | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: ColbertModel });
+
+/** A ColBERT model's settings and resolved tokens; dim is the projection's size when known before a run. */
+export interface ColbertModel {
+  layout: MultiVectorLayout;
+  tokens: ColbertTokens;
+  dim: number | null;
+}
 
 /** The sessions a model runs on: its own, and its media tower's when that has one. */
 export function sessionsOf(m: ServedModel): ModelSession[] {
@@ -115,7 +127,9 @@ export function workersOf(m: ServedModel): Array<WorkerStatus & { threads: numbe
 
 /** The routes a task serves: a sparse encoder answers /embeddings (indices + values) and /embed_sparse. */
 export function capabilitiesOf(task: Task): Capability[] {
-  return task === "sparse" ? ["embed", "embed_sparse"] : [task];
+  if (task === "sparse") return ["embed", "embed_sparse"];
+  if (task === "multivector") return ["embed"];
+  return [task];
 }
 
 /** What a model embeds, for /models and error messages. */
@@ -425,12 +439,14 @@ export class Registry {
           `A plain export of the model (optimum-cli export onnx --model <id> <dir>) may take only those`,
       );
     }
-    let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, layout.maxLength);
+    // ColBERT inserts a prefix token after tokenizing: the tokenizer truncates one token shorter.
+    const tokenizeLength = layout.multivector ? multiVectorTokenizeLength(layout.multivector) : layout.maxLength;
+    let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, tokenizeLength);
     const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
     const key = c.servedModelName;
     const template = layout.rerankTemplate ? await templateTokens(encoder, layout.rerankTemplate, layout.maxLength) : null;
     // A decoder reranker's pair text is truncated to what its prompt leaves of the max length.
-    const textLength = template ? template.bodyLength : layout.maxLength;
+    const textLength = template ? template.bodyLength : tokenizeLength;
     if (template) encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, textLength);
     await this.pool.load(key, layout.tokenizerJson, layout.tokenizerConfig, textLength);
     // On CPU a batch runs fastest per token at a few hundred tokens (cache); past ~1000 it slows down, while GPUs
@@ -518,6 +534,15 @@ export class Registry {
         return { ...measured, task: "classify", engine: engine(classifyReader) };
       case "sparse":
         return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!)) };
+      case "multivector": {
+        const cfg = layout.multivector!;
+        // PyLate's 1_Dense projects each token vector; a Stanford-style graph projects inside.
+        const dense = cfg.densePath !== null ? readDenseLayers(layout.dir, layout.dense) : [];
+        const tokens = colbertTokens(cfg, (t) => encoder.tokenId(t), encoder.singleSpecials, layout.tokenizerConfig);
+        const runner = multiVectorRunner(session, dense);
+        const mv = new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, runner, multiVectorBatches(padId), limits, this.metrics);
+        return { ...measured, task: "multivector", engine: mv, colbert: { layout: cfg, tokens, dim: dense.length ? dense[dense.length - 1]!.outFeatures : null } };
+      }
     }
   }
 
@@ -528,9 +553,10 @@ export class Registry {
     const text = "The quick brown fox jumps over the lazy dog. ".repeat(Math.ceil(m.layout.maxLength / 8));
     const count = Math.max(1, Math.min(m.config.batchSize, Math.floor(m.engine.batchLimits.maxBatchTokens / m.layout.maxLength)));
     const texts = Array.from({ length: count }, () => text);
-    const encoded = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
+    let encoded: { ids: ArrayLike<number> }[] = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
+    if (m.task === "multivector") encoded = (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens));
     // The engine is not started yet: run its runner directly through a temporary start.
-    const engine = m.engine as Engine<unknown>;
+    const engine = m.engine as unknown as Engine<unknown, unknown, unknown>;
     engine.start();
     const t0 = performance.now();
     let tokens = 0;

@@ -5,7 +5,27 @@ import { join } from "node:path";
 import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
 
-export type Task = "embed" | "rerank" | "classify" | "sparse";
+export type Task = "embed" | "rerank" | "classify" | "sparse" | "multivector";
+
+/**
+ * Late-interaction (ColBERT) encoding: PyLate folders (config_sentence_transformers.json + 1_Dense) and
+ * Stanford / fastembed-style exports (config.json HF_ColBERT, artifact.metadata, projection inside the graph).
+ */
+export interface MultiVectorLayout {
+  format: "pylate" | "stanford";
+  /** Token inserted after the first token of a query / document; null: none. */
+  queryPrefix: string | null;
+  documentPrefix: string | null;
+  /** Total tokens of a query (expanded to it) and most tokens of a document, prefix included. */
+  queryLength: number;
+  documentLength: number;
+  queryExpansion: boolean;
+  attendToExpansion: boolean;
+  /** Words whose token ids are dropped from documents' vectors. */
+  skiplistWords: string[];
+  /** Path of the Dense projection module applied after the encoder (PyLate); null when the graph projects. */
+  densePath: string | null;
+}
 
 /** SPLADE: weight of vocabulary entry v = pool over real tokens of activation(logit[t, v]) (SpladePooling). */
 export interface SparseLayout {
@@ -71,6 +91,8 @@ export interface ModelLayout {
   pooling: Pooling;
   /** Sparse (SPLADE) encoders only. */
   sparse: SparseLayout | null;
+  /** Multi-vector (ColBERT) encoders only. */
+  multivector: MultiVectorLayout | null;
   poolingSource: string;
   normalize: boolean;
   /**
@@ -95,7 +117,8 @@ export interface ModelLayout {
 
 /** The hub's conventional ONNX file names per dtype, in preference order. */
 export const ONNX_CANDIDATES: Record<Exclude<Dtype, "auto">, string[]> = {
-  float32: ["onnx/model.onnx", "model.onnx"],
+  // vespa_colbert.onnx: fastembed's export of answerdotai/answerai-colbert-small-v1.
+  float32: ["onnx/model.onnx", "model.onnx", "vespa_colbert.onnx"],
   float16: ["onnx/model_fp16.onnx", "model_fp16.onnx"],
   int8: [
     "onnx/model_quantized.onnx", "onnx/model_int8.onnx", "onnx/model_qint8_avx512_vnni.onnx", "onnx/model_qint8_avx512.onnx",
@@ -193,7 +216,7 @@ export function externalDataFiles(onnxFile: string, files: readonly string[]): s
 /** The files a model needs besides its weights; missing optional ones are fine. */
 export const METADATA_FILES = [
   "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
-  "sentence_bert_config.json", "config_sentence_transformers.json", "preprocessor_config.json",
+  "sentence_bert_config.json", "config_sentence_transformers.json", "preprocessor_config.json", "artifact.metadata",
 ] as const;
 
 /**
@@ -414,6 +437,59 @@ export function rerankTemplateOf(config: Record<string, unknown>, tokenizerJson:
   return causal ? QWEN3_RERANK_TEMPLATE : { ...QWEN3_RERANK_TEMPLATE, yesToken: null, noToken: null };
 }
 
+const PUNCTUATION = Array.from("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~");
+
+/**
+ * Whether a model is a ColBERT encoder, and its settings: PyLate's keys in config_sentence_transformers.json
+ * (query_prefix, document_prefix, query_length, document_length, do_query_expansion, attend_to_expansion_tokens,
+ * skiplist_words) with PyLate's defaults, or a Stanford HF_ColBERT config.json with artifact.metadata
+ * (query_token_id, doc_token_id, query_maxlen, doc_maxlen, attend_to_mask_tokens).
+ */
+export function multiVectorLayout(
+  config: Record<string, unknown>,
+  stMeta: Record<string, unknown> | null,
+  metadata: Record<string, unknown> | null,
+  modules: readonly StModule[],
+  positions: number | null,
+): MultiVectorLayout | null {
+  const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
+  const pylate = stMeta !== null && (stMeta.model_type === "ColBERT" || typeof stMeta.query_prefix === "string" || typeof stMeta.query_length === "number");
+  const stanford = arch === "HF_ColBERT" || metadata !== null;
+  if (!pylate && !stanford) return null;
+  const num = (v: unknown, d: number) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : d);
+  const prefix = (v: unknown, d: string) => (typeof v === "string" ? (v === "" ? null : v) : d);
+  const cap = (n: number) => (positions !== null ? Math.min(n, positions) : n);
+  if (pylate) {
+    const dense = modules.filter((m) => m.kind === "Dense");
+    if (dense.length > 1) throw new ModelLoadError("a ColBERT model with more than one Dense module is not supported");
+    if (dense.length === 0) throw new ModelLoadError("a PyLate ColBERT folder without its 1_Dense projection module cannot be served");
+    const words = Array.isArray(stMeta!.skiplist_words) ? stMeta!.skiplist_words.map(String) : PUNCTUATION;
+    return {
+      format: "pylate",
+      queryPrefix: prefix(stMeta!.query_prefix, "[Q] "),
+      documentPrefix: prefix(stMeta!.document_prefix, "[D] "),
+      queryLength: cap(num(stMeta!.query_length, 32)),
+      documentLength: cap(num(stMeta!.document_length, 180)),
+      queryExpansion: stMeta!.do_query_expansion !== false,
+      attendToExpansion: stMeta!.do_query_expansion !== false && stMeta!.attend_to_expansion_tokens === true,
+      skiplistWords: words,
+      densePath: dense[0]!.path,
+    };
+  }
+  const md = metadata ?? {};
+  return {
+    format: "stanford",
+    queryPrefix: prefix(md.query_token_id, "[unused0]"),
+    documentPrefix: prefix(md.doc_token_id, "[unused1]"),
+    queryLength: cap(num(md.query_maxlen, 32)),
+    documentLength: cap(num(md.doc_maxlen, positions ?? 512)),
+    queryExpansion: true,
+    attendToExpansion: md.attend_to_mask_tokens === true,
+    skiplistWords: PUNCTUATION,
+    densePath: null,
+  };
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
   if (arch.endsWith("ForCausalLM")) return { task: "rerank", labels: [] };
@@ -481,7 +557,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const normalize = modules.some((m) => m.kind === "Normalize");
   const sparse = sparseLayout(modules, (p) => readJson(dir, join(p, "config.json")), poolingOverride,
     Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "");
-  const task: Task = sparse ? "sparse" : taskInfo.task;
+  const stMeta = readJson(dir, "config_sentence_transformers.json");
+  const multivector = sparse ? null : multiVectorLayout(config, stMeta, readJson(dir, "artifact.metadata"), modules, positionLimit(config));
+  const task: Task = sparse ? "sparse" : multivector ? "multivector" : taskInfo.task;
   const rerankTemplate = rerankTemplateOf(config, tokenizerJson, task);
   // sentence-transformers CLIP repositories name their one module CLIPModel; the towers are read from config.json.
   const dense = denseModules(modules, (p) => readJson(dir, join(p, "config.json")), media ? new Set([...KNOWN_MODULES, "CLIPModel"]) : KNOWN_MODULES);
@@ -504,13 +582,12 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   }
 
   const limit = positionLimit(config);
-  const maxLength =
+  const maxLength = multivector ? Math.max(multivector.queryLength, multivector.documentLength) :
     Math.min(
       sane(stConfig?.max_seq_length) ?? sane(tokenizerConfig.model_max_length) ?? limit ?? 512,
       limit ?? Number.MAX_SAFE_INTEGER,
     );
 
-  const stMeta = readJson(dir, "config_sentence_transformers.json");
   const prompts: Record<string, string> = {};
   if (stMeta?.prompts && typeof stMeta.prompts === "object") {
     for (const [k, v] of Object.entries(stMeta.prompts as Record<string, unknown>)) if (typeof v === "string") prompts[k] = v;
@@ -546,6 +623,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     poolingSource: sparse ? sparse.source : poolingSource,
     sparse,
     dense,
+    multivector,
     normalize,
     includePrompt: poolingConfig?.include_prompt !== false,
     prompts,

@@ -36,7 +36,7 @@ export const EmbeddingsRequest = t.Object(
     input_type: t.Optional(
       t.String({
         description:
-          "query | document (also Cohere's search_query | search_document, classification, clustering): selects the model's prompt for that kind of input; models without one embed the text as it is",
+          "query | document (also Cohere's search_query | search_document, classification, clustering): selects the model's prompt for that kind of input; models without one embed the text as it is. Multi-vector (ColBERT) models: query or document (default) encoding",
       }),
     ),
     normalize: t.Optional(t.Boolean({ description: "L2-normalise the vectors (default true); false returns them as pooled", error: "`normalize` must be a boolean" })),
@@ -56,7 +56,9 @@ export const EmbeddingsResponse = t.Object({
         t.Array(t.Number()),
         t.String({ description: "base64 of little-endian float32" }),
         t.Object({ indices: t.Array(t.Integer()), values: t.Array(t.Number()) }, { description: "sparse models: vocabulary ids (ascending) and their weights" }),
+        t.Array(t.Array(t.Number()), { description: "multi-vector models: one vector per token" }),
       ]),
+      shape: t.Optional(t.Array(t.Integer(), { description: "multi-vector models with base64: [vectors, dimensions] of the row-major float32 matrix" })),
       index: t.Integer(),
     }),
   ),

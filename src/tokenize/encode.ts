@@ -91,6 +91,11 @@ export class Encoder {
     return new Encoder(tokenizer, template, cutPolicy(tokenizerJson), maxTokenId(tokenizerJson) + 1, maxLength);
   }
 
+  /** How many special tokens the tokenizer puts before and after a single sequence ([CLS] / [SEP]). */
+  get singleSpecials(): { before: number; after: number } {
+    return { before: this.template.single.prefix.length, after: this.template.single.suffix.length };
+  }
+
   /** Token id of a token string (for pad ids). */
   tokenId(token: string): number | undefined {
     return this.tokenizer.tokenToId(token) ?? undefined;

@@ -3,7 +3,7 @@ import { mkdtempSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isTextInput } from "../../src/model/session";
-import { chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, multiVectorLayout, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
 import { readDenseLayers } from "../../src/model/dense";
 import { denseHead } from "../../src/engine/registry";
 import { applyDense } from "../../src/tasks/embed";
@@ -78,6 +78,29 @@ describe("sparse (SPLADE) detection", () => {
     expect(() => sparseLayout([], () => null, "splade", "BertForSequenceClassification")).toThrow(/classifier/);
     expect(sparseLayout([], () => null, "auto", "BertModel")).toBeNull();
     expect(() => sparseLayout(readModules([{ path: "0_SparseStaticEmbedding", type: "sentence_transformers.sparse_encoder.modules.SparseStaticEmbedding" }]), () => null, "auto", "")).toThrow(/inference-free/);
+  });
+});
+
+describe("multi-vector (ColBERT) detection", () => {
+  const dense = readModules([{ path: "", type: "sentence_transformers.models.Transformer" }, { path: "1_Dense", type: "pylate.models.Dense.Dense" }]);
+  test("PyLate keys with PyLate's defaults; Stanford artifact.metadata", () => {
+    const py = multiVectorLayout({ architectures: ["ModernBertModel"] }, { model_type: "ColBERT", query_prefix: "[Q] ", document_length: 300, do_query_expansion: false }, null, dense, 8192)!;
+    expect(py).toMatchObject({ format: "pylate", queryPrefix: "[Q] ", documentPrefix: "[D] ", queryLength: 32, documentLength: 300, queryExpansion: false, attendToExpansion: false, densePath: "1_Dense" });
+    expect(py.skiplistWords).toContain("!");
+    expect(() => multiVectorLayout({}, { model_type: "ColBERT" }, null, [], 512)).toThrow(/1_Dense/);
+    const st = multiVectorLayout({ architectures: ["HF_ColBERT"] }, null, { query_maxlen: 32, doc_maxlen: 1000, attend_to_mask_tokens: true }, [], 512)!;
+    expect(st).toMatchObject({ format: "stanford", queryPrefix: "[unused0]", documentPrefix: "[unused1]", queryLength: 32, documentLength: 512, attendToExpansion: true, densePath: null });
+    expect(multiVectorLayout({ architectures: ["BertModel"] }, { prompts: {} }, null, [], 512)).toBeNull();
+  });
+
+  test("fixture folders", () => {
+    const py = readLayout(fixture("colbert-pylate"), listFolder(fixture("colbert-pylate")), "auto", "auto");
+    expect(py.task).toBe("multivector");
+    expect(py.maxLength).toBe(40);
+    const st = readLayout(fixture("colbert-stanford"), listFolder(fixture("colbert-stanford")), "auto", "auto");
+    expect(st.task).toBe("multivector");
+    expect(st.onnxFile).toBe("model.onnx");
+    expect(st.multivector?.format).toBe("stanford");
   });
 });
 

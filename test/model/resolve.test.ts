@@ -117,6 +117,7 @@ describe("local folders and settings", () => {
     const inside = ["README.md", "model.safetensors", "onnx/config.json", "onnx/tokenizer.json", "onnx/tokenizer_config.json", "onnx/model.onnx"];
     expect(filesToFetch(inside, "auto").sort()).toEqual(["onnx/config.json", "onnx/model.onnx", "onnx/tokenizer.json", "onnx/tokenizer_config.json"]);
     expect(() => filesToFetch(["config.json", "model.safetensors"], "auto", "org/m")).toThrow(/org\/m has no ONNX export.*optimum-cli export onnx --model org\/m m-onnx/);
+    expect(filesToFetch(["config.json", "artifact.metadata", "vespa_colbert.onnx"], "auto").sort()).toEqual(["artifact.metadata", "config.json", "vespa_colbert.onnx"]);
     expect(progressLine("m/f", 50, 100)).toContain("50%");
   });
 });

@@ -5,6 +5,7 @@ import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, promptFor, toBase64, type PromptRequest } from "../../tasks/embed";
 import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
+import { colbertInput, colbertKind, type InputType } from "../../tasks/multivector";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
@@ -13,8 +14,9 @@ import { EmbeddingsRequest } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 
 type EmbedModel = Extract<ServedModel, { task: "embed" }>;
-/** Models that embed text: dense embedders and sparse encoders. */
-type TextEmbedModel = Extract<ServedModel, { task: "embed" | "sparse" }>;
+/** Models that embed text: dense embedders, sparse and multi-vector encoders. */
+type TextEmbedModel = Extract<ServedModel, { task: "embed" | "sparse" | "multivector" }>;
+type MultiVectorModel = Extract<ServedModel, { task: "multivector" }>;
 
 /** Token-id inputs are the model's own vocabulary ids, fed as given (truncated to the model's limit). */
 function tokenInputs(input: number[] | number[][], model: TextEmbedModel, ctx: ServerContext): Encoded[] {
@@ -100,6 +102,22 @@ export async function sparseEmbeddings(model: Extract<ServedModel, { task: "spar
   return { ...out, results: out.results.map((v) => pruneSparse(v, pruning)) };
 }
 
+/** Multi-vector (ColBERT) embeddings of tokenized texts as queries or documents; usage counts real tokens. */
+export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: Encoded[], kind: InputType, signal: AbortSignal) {
+  const inputs = encoded.map((e) => colbertInput(e, kind, model.colbert.layout, model.colbert.tokens));
+  const out = await model.engine.submit(inputs, signal);
+  let tokens = 0;
+  for (const x of inputs) tokens += x.tokens;
+  return { ...out, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+}
+
+/** Rows of a row-major matrix as nested lists (the float encoding of a multi-vector embedding). */
+function matrixRows(data: Float32Array, rows: number, dim: number): number[][] {
+  const out: number[][] = new Array(rows);
+  for (let r = 0; r < rows; r++) out[r] = Array.from(data.subarray(r * dim, (r + 1) * dim));
+  return out;
+}
+
 export function embeddingsRoutes(ctx: ServerContext) {
   return router().post(
     "/embeddings",
@@ -108,6 +126,29 @@ export function embeddingsRoutes(ctx: ServerContext) {
       const model = (await ctx.registry.lookup(body.model, "embed")) as TextEmbedModel;
       const tower = towerFor(model, body.modality ?? "text");
       const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type };
+      const base64 = body.encoding_format === "base64";
+      if (model.task === "multivector") {
+        if (tower) throw new InvalidInput(`model "${model.name}" embeds text only`, "modality");
+        if (body.dimensions !== undefined) throw new InvalidInput("dimensions does not apply to a multi-vector model", "dimensions");
+        if (Array.isArray(body.input) && body.input.length > 0 && typeof body.input[0] !== "string") {
+          throw new InvalidInput("token-id input is not supported by multi-vector models: send text", "input");
+        }
+        const kind = colbertKind(body.input_type);
+        const encoded = await encodeInputs(model, body.input, promptRequest, "input", ctx);
+        const { results, usage, queueMs, inferenceMs } = await multiVectorEmbeddings(model, encoded, kind, request.signal);
+        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+        return {
+          object: "list" as const,
+          data: results.map((m, index) =>
+            base64
+              ? { object: "embedding" as const, embedding: toBase64(m.data), shape: [m.rows, m.dim], index }
+              : { object: "embedding" as const, embedding: matrixRows(m.data, m.rows, m.dim), index },
+          ),
+          model: model.name,
+          usage,
+          ...responseMeta("embd"),
+        };
+      }
       if (model.task === "sparse") {
         if (body.dimensions !== undefined) throw new InvalidInput("dimensions does not apply to a sparse model", "dimensions");
         const encoded = await encodeInputs(model, body.input, promptRequest, "input", ctx);
@@ -126,7 +167,6 @@ export function embeddingsRoutes(ctx: ServerContext) {
       if (body.dimensions !== undefined && (body.dimensions < 1 || (hidden !== null && body.dimensions > hidden))) {
         throw new InvalidInput(`dimensions must be between 1 and ${hidden ?? "the model's dimension"}, got ${body.dimensions}`, "dimensions");
       }
-      const base64 = body.encoding_format === "base64";
       const reply = (results: Float32Array[], usage: { prompt_tokens: number; total_tokens: number }, queueMs: number, inferenceMs: number) => {
         const data = results.map((vec, index) => {
           const v = finishEmbedding(vec, body.dimensions, body.normalize !== false);

@@ -22,7 +22,8 @@ function describe(e: ModelEntry) {
     model_id: e.config.modelId,
     dtype: layout.dtype,
     max_length: layout.maxLength,
-    dimensions: task === "embed" ? layout.hiddenSize : null,
+    // A ColBERT model's vectors have the size of its last Dense projection (known before loading for PyLate folders).
+    dimensions: task === "embed" ? layout.hiddenSize : task === "multivector" ? (layout.dense.at(-1)?.outFeatures ?? null) : null,
     pooling: task === "embed" ? layout.pooling : task === "sparse" ? `splade (${layout.sparse!.poolingStrategy}, ${layout.sparse!.activation})` : null,
     labels: layout.labels,
     batch_size: m ? m.engine.batchLimits.maxBatchSize : e.config.batchSize,

@@ -1,0 +1,77 @@
+// Multi-vector (ColBERT) encoders through the HTTP API: parity with the PyLate-algorithm references (plain torch,
+// cross-checked against sentence-transformers' MultiVectorEncoder in the generator) for queries and documents, both
+// layouts (PyLate folder with 1_Dense; Stanford-style ONNX with the projection in the graph), float and base64.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { RunningServer } from "../../src/server/serve";
+import { fixture, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+
+interface Case { text: string; input_ids: number[]; attention_mask: number[]; kept: number[]; embeddings: number[][] }
+interface Ref { dim: number; queries: Case[]; documents: Case[]; maxsim: number[][] }
+
+const MODELS = ["colbert-pylate", "colbert-stanford"] as const;
+let server: RunningServer;
+let url: string;
+const refs: Record<string, Ref> = {};
+
+beforeAll(async () => {
+  for (const m of MODELS) refs[m] = await reference(m);
+  server = await startTestServer({ "model-id": MODELS.map(fixture), "batch-size": "4" });
+  url = server.url;
+});
+afterAll(async () => {
+  await server.shutdown();
+});
+
+function expectMatrix(got: number[][], want: number[][]) {
+  expect(got.length).toBe(want.length);
+  got.forEach((row, i) => expect(maxAbsDiff(row, want[i]!)).toBeLessThanOrEqual(1e-4));
+}
+
+describe("parity with the PyLate algorithm", () => {
+  for (const name of MODELS) {
+    test(`${name}: documents (default input_type), all in one batched request`, async () => {
+      const ref = refs[name]!;
+      const { status, json } = await postJson(`${url}/embeddings`, { model: name, input: ref.documents.map((d) => d.text), encoding_format: "float" });
+      expect(status).toBe(200);
+      ref.documents.forEach((d, i) => expectMatrix(json.data[i].embedding, d.embeddings));
+      const real = ref.documents.reduce((s, d) => s + d.attention_mask.filter((m) => m === 1).length, 0);
+      expect(json.usage.prompt_tokens).toBe(real);
+    });
+
+    test(`${name}: queries, expanded to query_length, one request each and concurrently`, async () => {
+      const ref = refs[name]!;
+      const answers = await Promise.all(ref.queries.map((q) => postJson(`${url}/embeddings`, { model: name, input: q.text, input_type: "query", encoding_format: "float" })));
+      answers.forEach(({ status, json }, i) => {
+        expect(status).toBe(200);
+        expectMatrix(json.data[0].embedding, ref.queries[i]!.embeddings);
+      });
+    });
+
+    test(`${name}: base64 is the row-major float32 matrix with its shape`, async () => {
+      const ref = refs[name]!;
+      const d = ref.documents[4]!;
+      const { json } = await postJson(`${url}/embeddings`, { model: name, input: [d.text], encoding_format: "base64" });
+      const [rows, dim] = json.data[0].shape;
+      expect([rows, dim]).toEqual([d.embeddings.length, ref.dim]);
+      const bytes = Buffer.from(json.data[0].embedding, "base64");
+      const flat = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+      expect(flat.length).toBe(rows * dim);
+      expect(maxAbsDiff(flat, d.embeddings.flat())).toBeLessThanOrEqual(1e-4);
+    });
+  }
+});
+
+describe("errors", () => {
+  test("bad input_type, dimensions and token ids answer 400", async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ input: "x", input_type: "clustering" }, /input_type for a multi-vector model must be query or document/],
+      [{ input: "x", dimensions: 4 }, /dimensions/],
+      [{ input: [1, 2, 3] }, /token-id input/],
+    ];
+    for (const [body, message] of cases) {
+      const { status, json } = await postJson(`${url}/embeddings`, { model: "colbert-pylate", ...body });
+      expect(status).toBe(400);
+      expect(json.error.message).toMatch(message);
+    }
+  });
+});
