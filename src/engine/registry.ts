@@ -127,8 +127,9 @@ export function workersOf(m: ServedModel): Array<WorkerStatus & { threads: numbe
 
 /** The routes a task serves: a sparse encoder answers /embeddings (indices + values) and /embed_sparse. */
 export function capabilitiesOf(task: Task): Capability[] {
-  if (task === "sparse") return ["embed", "embed_sparse"];
-  if (task === "multivector") return ["embed"];
+  // Embedding models also rerank, by similarity: cosine (dense), dot product (sparse), MaxSim (multi-vector).
+  if (task === "sparse") return ["embed", "embed_sparse", "rerank"];
+  if (task === "embed" || task === "multivector") return ["embed", "rerank"];
   return [task];
 }
 

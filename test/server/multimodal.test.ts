@@ -162,7 +162,7 @@ describe("/models", () => {
   test("shows capabilities and modalities", async () => {
     const { data } = (await (await fetch(`${url}/models`)).json()) as { data: Array<{ id: string; capabilities: string[]; modalities: string[]; dimensions: number }> };
     const by = Object.fromEntries(data.map((m) => [m.id, m]));
-    expect(by.clip!.capabilities).toEqual(["embed"]);
+    expect(by.clip!.capabilities).toEqual(["embed", "rerank"]);
     expect(by.clip!.modalities).toEqual(["text", "image"]);
     expect(by.clip!.dimensions).toBe(16);
     expect(by.clap!.modalities).toEqual(["text", "audio"]);

@@ -123,7 +123,8 @@ describe("rerank bad inputs", () => {
     ["too many documents", { query: "q", documents: Array(51).fill("d"), model: "bert-rerank" }, "at most 50"],
     ["top_n zero", { query: "q", documents: ["a"], top_n: 0, model: "bert-rerank" }, "top_n"],
     ["top_n negative", { query: "q", documents: ["a"], top_n: -3, model: "bert-rerank" }, "top_n"],
-    ["embedder on /rerank", { query: "q", documents: ["a"], model: "bert-mean-norm" }, "/embeddings"],
+    // An embedder reranks by cosine (test/server/similarity-rerank.test.ts); an instruction is for LLM rerankers only.
+    ["instruction to an embedder", { query: "q", documents: ["a"], model: "bert-mean-norm", instruction: "x" }, "instruction"],
     ["no model named with several served", { query: "q", documents: ["a"] }, "bert-rerank"],
   ];
   for (const [name, body, needle] of cases) {

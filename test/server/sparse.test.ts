@@ -81,7 +81,7 @@ describe("errors", () => {
       ["/embeddings", { model: "splade", input: "x", top_k: 0 }, /top_k/],
       ["/embed_sparse", { model: "splade", inputs: "x", threshold: -1 }, /threshold/],
       ["/embeddings", { model: "splade", input: "x", dimensions: 8 }, /dimensions/],
-      ["/embed_sparse", { model: "bert-mean-norm", inputs: "x" }, /serves \/embeddings, not \/embed_sparse/],
+      ["/embed_sparse", { model: "bert-mean-norm", inputs: "x" }, /serves \/embeddings and \/rerank, not \/embed_sparse/],
       ["/embed_sparse", { model: "splade", inputs: [] }, /empty/],
     ];
     for (const [route, body, message] of cases) {
@@ -96,7 +96,7 @@ describe("errors", () => {
     const models = await (await fetch(`${url}/models`)).json();
     const m = models.data.find((x: { id: string }) => x.id === "splade");
     expect(m.task).toBe("sparse");
-    expect(m.capabilities).toEqual(["embed", "embed_sparse"]);
+    expect(m.capabilities).toEqual(["embed", "embed_sparse", "rerank"]);
     expect(m.pooling).toBe("splade (max, relu)");
   });
 });

@@ -4,8 +4,8 @@ import { InvalidInput, InvalidMedia } from "../../errors";
 import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, promptFor, toBase64, type PromptRequest } from "../../tasks/embed";
-import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
-import { colbertInput, colbertKind, type InputType } from "../../tasks/multivector";
+import { checkPruning, pruneSparse, sparseDot, type SparsePruning } from "../../tasks/sparse";
+import { colbertInput, colbertKind, maxSim, type InputType } from "../../tasks/multivector";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
@@ -109,6 +109,40 @@ export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: En
   let tokens = 0;
   for (const x of inputs) tokens += x.tokens;
   return { ...out, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+}
+
+/** Models that rank documents by comparing embeddings rather than with a cross-encoder. */
+export type SimilarityModel = TextEmbedModel;
+
+/**
+ * Scores of documents against a query by their embeddings, for /rerank with an embedding model: the query encoded
+ * as a query (its prompt, ColBERT's query encoding), the documents as documents, in one engine submission.
+ * Dense: cosine of the L2-normalised vectors; sparse: dot product of the weights; multi-vector: MaxSim.
+ */
+export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal) {
+  const q = await encodeInputs(model, [query], { inputType: "query" }, "query", ctx);
+  const d = await encodeInputs(model, docs, { inputType: "document" }, "documents", ctx);
+  const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
+  if (model.task === "multivector") {
+    const inputs = [colbertInput(q[0]!, "query", model.colbert.layout, model.colbert.tokens), ...d.map((e) => colbertInput(e, "document", model.colbert.layout, model.colbert.tokens))];
+    const out = await model.engine.submit(inputs, signal);
+    return { ...out, scores: each(out.results, maxSim), tokens: inputs.map((x) => x.tokens) };
+  }
+  const encoded = [...q, ...d];
+  const tokens = encoded.map((e) => e.ids.length);
+  if (model.task === "sparse") {
+    const out = await model.engine.submit(encoded, signal);
+    return { ...out, scores: each(out.results, sparseDot), tokens };
+  }
+  const out = await model.engine.submit(encoded, signal);
+  const unit = out.results.map((v) => finishEmbedding(v, undefined));
+  return { ...out, scores: each(unit, dot), tokens };
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
 }
 
 /** Rows of a row-major matrix as nested lists (the float encoding of a multi-vector embedding). */
