@@ -67,14 +67,18 @@ async function checkFuzz(name: string): Promise<void> {
     REF.pairs.map(([, b]) => REF.texts[b]!),
     REF.pairs.map(([a]) => REF.texts[a]!),
   );
-  pairs.forEach((e, i) => expectPair(`${name} pair ${REF.pairs[i]}`, e, { ids: expected.pairs[i]!.ids, types: expected.pairs[i]!.type_ids }));
+  let odd = 0;
+  pairs.forEach((e, i) => {
+    if (expectPair(`${name} pair ${REF.pairs[i]}`, e, { ids: expected.pairs[i]!.ids, types: expected.pairs[i]!.type_ids })) odd++;
+  });
+  expect(odd, `${name}: pairs differing in the odd token`).toBeLessThanOrEqual(2);
 }
 
 /**
- * A pair's ids and type ids equal the library's, or differ only in which side got the odd token of a halved budget:
- * when both sides are over the budget, tokenizers 0.23 places it by a rule encode.ts does not reproduce for
- * multi-token words (see encodeBatch). Then the differing stretch is the same tokens shifted by one place (the
- * separator moved past one content token).
+ * A pair's ids and token type ids equal the library's, or differ only in which side got the odd token of a halved
+ * budget: the library's length comparison is reproduced (encode.ts, countedLength) except around added tokens
+ * (special-token strings inside a text) at the truncation point, seen in 1-2 of the 60 fuzzed pairs on 5 of the 20
+ * tokenizers. The differing stretch is then the same tokens shifted by one place, and such pairs stay rare.
  */
 function shiftedByOne(a: number[], b: number[]): boolean {
   if (a.length !== b.length) return false;
@@ -87,12 +91,14 @@ function shiftedByOne(a: number[], b: number[]): boolean {
   return same(a.slice(i, j), b.slice(i + 1, j + 1)) || same(a.slice(i + 1, j + 1), b.slice(i, j));
 }
 
-function expectPair(label: string, got: Encoded, want: { ids: number[]; types: number[] }): void {
+/** Checks one pair; true when it differs only in the odd token. */
+function expectPair(label: string, got: Encoded, want: { ids: number[]; types: number[] }): boolean {
   const ids = Array.from(got.ids);
   const types = Array.from(got.typeIds ?? new Int32Array(ids.length));
-  if (JSON.stringify(ids) === JSON.stringify(want.ids) && JSON.stringify(types) === JSON.stringify(want.types)) return;
+  if (JSON.stringify(ids) === JSON.stringify(want.ids) && JSON.stringify(types) === JSON.stringify(want.types)) return false;
   const oddOnly = shiftedByOne(ids, want.ids) && shiftedByOne(types, want.types);
   expect(oddOnly ? "same but for the odd token" : { ids, types }, label).toEqual(oddOnly ? "same but for the odd token" : want);
+  return true;
 }
 
 describe(`fuzzed texts: ids of the Rust tokenizers ${REF.tokenizers_version}`, () => {
