@@ -180,7 +180,7 @@ export class Lifecycle<M extends Loaded> {
     this.metrics?.modelUnloads.inc({ model: slot.name, reason });
     if (reason === "evicted") this.metrics?.modelEvictions.inc({ model: slot.name });
     this.metrics?.memoryBytes.set({ model: slot.name }, 0);
-    log.info("model unloaded", { model: slot.name, reason, memory_mb: mb(m.memoryBytes), for: forModel });
+    log.info("model unloaded", { model: slot.name, reason, memory_mb: mb(m.memoryBytes), ...(forModel ? { for: forModel } : {}) });
   }
 
   private loadedBytes(except?: ModelSlot<M>): number {
