@@ -41,6 +41,8 @@ export interface ServerConfig {
   corsOrigins: string[];
   maxRequestBytes: number;
   maxInputsPerRequest: number;
+  /** Most token vectors one multi-vector (ColBERT) request may return. */
+  maxVectorsPerRequest: number;
   maxInputChars: number;
   tokenizerWorkers: number;
   media: MediaConfig;
@@ -167,6 +169,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   { name: "max-request-bytes", kind: "int", perModel: false, default: 32 * 1024 * 1024,
     help: "largest request body accepted (413 past it)" },
   { name: "max-inputs-per-request", kind: "int", perModel: false, default: 2048, help: "most inputs in one request" },
+  { name: "max-vectors-per-request", kind: "int", perModel: false, default: 65536,
+    help: "most token vectors a multi-vector (ColBERT) embeddings request may return, counted before it runs (413 past it; 65536 vectors of 128 floats are 32 MiB as float32)" },
   { name: "max-input-chars", kind: "int", perModel: false, default: 1_000_000,
     help: "longest single input string accepted, in characters" },
   { name: "tokenizer-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(4, cores)",
@@ -426,6 +430,7 @@ export function buildConfig(src: Sources): ServerConfig {
     corsOrigins: server("cors-allow-origins") as string[],
     maxRequestBytes: positive("max-request-bytes"),
     maxInputsPerRequest: positive("max-inputs-per-request"),
+    maxVectorsPerRequest: positive("max-vectors-per-request"),
     maxInputChars: positive("max-input-chars"),
     tokenizerWorkers: workers || Math.max(1, Math.min(4, src.cpuCount)),
     media: {

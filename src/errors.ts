@@ -129,7 +129,12 @@ export class Unauthorized extends InfinityError {
 /** The request body is larger than the configured limit. */
 export class PayloadTooLarge extends InfinityError {
   readonly type = "invalid_request_error";
-  readonly code = "payload_too_large";
+  readonly code: string = "payload_too_large";
+}
+
+/** A request whose answer would be too large (multi-vector output past --max-vectors-per-request). */
+export class TooManyVectors extends PayloadTooLarge {
+  override readonly code = "too_many_vectors";
 }
 
 /** The body is not JSON (content type or syntax). */

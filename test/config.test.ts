@@ -13,6 +13,7 @@ describe("flags", () => {
     expect(c.port).toBe(7997);
     expect(c.host).toBe("0.0.0.0");
     expect(c.maxInputsPerRequest).toBe(2048);
+    expect(c.maxVectorsPerRequest).toBe(65536);
     const m = c.models[0]!;
     expect(m.servedModelName).toBe("BAAI/bge-small-en-v1.5");
     expect(m.batchSize).toBe(32);

@@ -15,7 +15,8 @@ const refs: Record<string, Ref> = {};
 
 beforeAll(async () => {
   for (const m of MODELS) refs[m] = await reference(m);
-  server = await startTestServer({ "model-id": MODELS.map(fixture), "batch-size": "4" });
+  // 300 vectors: every reference document in one request (294 vectors) fits, twice that does not.
+  server = await startTestServer({ "model-id": MODELS.map(fixture), "batch-size": "4", "max-vectors-per-request": "300" });
   url = server.url;
 });
 afterAll(async () => {
@@ -62,6 +63,17 @@ describe("parity with the PyLate algorithm", () => {
 });
 
 describe("errors", () => {
+  test("a request past --max-vectors-per-request is a 413 before it runs, and the server keeps serving", async () => {
+    const ref = refs["colbert-pylate"]!;
+    const texts = ref.documents.map((d) => d.text);
+    const { status, json } = await postJson(`${url}/embeddings`, { model: "colbert-pylate", input: [...texts, ...texts] });
+    expect(status).toBe(413);
+    expect(json.error.code).toBe("too_many_vectors");
+    expect(json.error.message).toContain("588 token vectors; at most 300");
+    const ok = await postJson(`${url}/embeddings`, { model: "colbert-pylate", input: texts });
+    expect(ok.status).toBe(200);
+  });
+
   test("bad input_type, dimensions and token ids answer 400", async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ input: "x", input_type: "clustering" }, /input_type for a multi-vector model must be query or document/],

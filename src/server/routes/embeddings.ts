@@ -1,6 +1,6 @@
 // POST /embeddings (OpenAI schema).
 
-import { InvalidInput, InvalidMedia } from "../../errors";
+import { InvalidInput, InvalidMedia, TooManyVectors } from "../../errors";
 import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, promptFor, toBase64, type PromptRequest } from "../../tasks/embed";
@@ -103,8 +103,14 @@ export async function sparseEmbeddings(model: Extract<ServedModel, { task: "spar
 }
 
 /** Multi-vector (ColBERT) embeddings of tokenized texts as queries or documents; usage counts real tokens. */
-export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: Encoded[], kind: InputType, signal: AbortSignal) {
+export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: Encoded[], kind: InputType, signal: AbortSignal, maxVectors: number) {
   const inputs = encoded.map((e) => colbertInput(e, kind, model.colbert.layout, model.colbert.tokens));
+  // Which positions are kept is known from the tokens: the answer's size is bounded before anything runs.
+  let vectors = 0;
+  for (const x of inputs) for (let i = 0; i < x.keep.length; i++) vectors += x.keep[i]!;
+  if (vectors > maxVectors) {
+    throw new TooManyVectors(`this request would return ${vectors} token vectors; at most ${maxVectors} are returned per request (--max-vectors-per-request): send fewer or shorter inputs`, "input");
+  }
   const out = await model.engine.submit(inputs, signal);
   let tokens = 0;
   for (const x of inputs) tokens += x.tokens;
@@ -169,7 +175,7 @@ export function embeddingsRoutes(ctx: ServerContext) {
         }
         const kind = colbertKind(body.input_type);
         const encoded = await encodeInputs(model, body.input, promptRequest, "input", ctx);
-        const { results, usage, queueMs, inferenceMs } = await multiVectorEmbeddings(model, encoded, kind, request.signal);
+        const { results, usage, queueMs, inferenceMs } = await multiVectorEmbeddings(model, encoded, kind, request.signal, ctx.config.maxVectorsPerRequest);
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
         return {
           object: "list" as const,
