@@ -8,12 +8,13 @@ import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from ".
 const QWEN = ["qwen3-embed", "qwen3-embed-qdrant"] as const;
 const DENSE = ["bert-dense", "gemma-embed"] as const;
 const RERANKERS = ["qwen3-rerank", "qwen3-rerank-seq-cls"] as const;
+const ENCODERS = ["modernbert-embed", "deberta-classify"] as const;
 let server: RunningServer;
 let url: string;
 
 beforeAll(async () => {
   server = await startTestServer({
-    "model-id": [...QWEN.map(fixture), ...DENSE.map(fixture), ...RERANKERS.map(fixture)],
+    "model-id": [...QWEN.map(fixture), ...DENSE.map(fixture), ...RERANKERS.map(fixture), ...ENCODERS.map(fixture)],
     "batch-size": "8",
     "max-inputs-per-request": "64",
   });
@@ -189,5 +190,33 @@ describe("LLM rerankers: Qwen3-Reranker prompt, left padding, score at the last 
     expect(json.usage.total_tokens).toBe(c.input_ids.length);
     const other = await rerank({ model: "qwen3-rerank", query: c.query, documents: [c.document] });
     expect(Math.abs(other.json.results[0].relevance_score - c.score)).toBeGreaterThan(1e-4);
+  });
+});
+
+describe("encoder families: ModernBERT, DeBERTa-v2", () => {
+  test("modernbert-embed (no token_type_ids): parity; input_type picks the search_query: / search_document: prompts", async () => {
+    const ref = await reference("modernbert-embed");
+    await checkParity("modernbert-embed", ref.cases);
+    await checkParity("modernbert-embed", [...ref.prompt_cases, ...ref.cases.slice(0, 4)], (c) => (c.prompt_name ? { input_type: c.prompt_name } : {}));
+  });
+
+  test("deberta-classify (config and tokenizer only inside onnx/): /classify parity alone and batched", async () => {
+    const ref = await reference("deberta-classify");
+    type Case = { text: string; input_ids: number[]; logits: number[]; probabilities: number[] };
+    const check = (got: Array<{ label: string; score: number }>, c: Case) => {
+      for (const [i, label] of Object.entries(ref.id2label as Record<string, string>)) {
+        const s = got.find((x) => x.label === label)!.score;
+        expect(Math.abs(s - c.probabilities[Number(i)]!)).toBeLessThanOrEqual(1e-4);
+      }
+    };
+    for (const c of ref.cases as Case[]) {
+      const { status, json } = await postJson(`${url}/classify`, { model: "deberta-classify", input: c.text });
+      expect(status).toBe(200);
+      check(json.data[0], c);
+      expect(json.usage.total_tokens).toBe(c.input_ids.length);
+    }
+    const all = await postJson(`${url}/classify`, { model: "deberta-classify", input: ref.cases.map((c: Case) => c.text) });
+    (ref.cases as Case[]).forEach((c, i) => check(all.json.data[i], c));
+    expect(new Set(all.json.data.map((d: Array<{ label: string }>) => d[0]!.label)).size).toBe(2);
   });
 });
