@@ -87,6 +87,7 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 /** Every metric the server exports; one instance per server. */
 export class Metrics {
   readonly requests = new Counter("infinity_requests_total", "HTTP requests by route, model and status");
+  readonly requestsInFlight = new Gauge("infinity_requests_in_flight", "HTTP requests received and not yet answered (this scrape included)");
   readonly requestSeconds = new Histogram("infinity_request_duration_seconds", "HTTP request latency", SECONDS);
   readonly queueSeconds = new Histogram("infinity_queue_duration_seconds", "time inputs wait before their batch starts", SECONDS);
   readonly inferenceSeconds = new Histogram("infinity_inference_duration_seconds", "onnxruntime time per batch", SECONDS);
@@ -115,7 +116,7 @@ export class Metrics {
 
   render(): string {
     const all: Metric[] = [
-      this.requests, this.requestSeconds, this.queueSeconds, this.inferenceSeconds, this.batchSize,
+      this.requests, this.requestsInFlight, this.requestSeconds, this.queueSeconds, this.inferenceSeconds, this.batchSize,
       this.batchTokens, this.tokens, this.queueDepth, this.rejected, this.memoryBytes, this.workerRestarts, this.eventLoopLag,
       this.modelLoads, this.modelLoadFailures, this.modelLoadSeconds, this.modelUnloads, this.modelEvictions,
       this.cacheHits, this.cacheMisses, this.cacheEvictions, this.cacheErrors, this.cacheBytes,

@@ -19,6 +19,23 @@ async function waitHealthy(url: string, ms = 30000): Promise<void> {
   }
   throw new Error("server did not become healthy");
 }
+/**
+ * Waits until the server has received `n` requests on `route` (answered or still in flight), read from /metrics:
+ * answered ones in infinity_requests_total, the others in infinity_requests_in_flight (which counts the scrape
+ * itself).
+ */
+async function waitReceived(url: string, route: string, n: number, ms = 30000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const inflight = Number(/^infinity_requests_in_flight (\d+)$/m.exec(text)?.[1] ?? 0) - 1;
+    let answered = 0;
+    for (const m of text.matchAll(/^infinity_requests_total\{([^}]*)\} (\d+)$/gm)) if (m[1]!.includes(`route="${route}"`)) answered += Number(m[2]);
+    if (answered + inflight >= n) return;
+    await Bun.sleep(2);
+  }
+  throw new Error(`the server did not receive ${n} requests on ${route}`);
+}
 const freePort = () => 20000 + Math.floor(Math.random() * 20000);
 
 describe("cli", () => {
@@ -95,7 +112,8 @@ describe("cli", () => {
       const inflight = Array.from({ length: 30 }, (_, i) =>
         fetch(`${url}/embeddings`, { method: "POST", headers, body: JSON.stringify({ input: [`text ${i}`, `more text ${i}`] }) }),
       );
-      await Bun.sleep(20);
+      // SIGTERM only once the server has received all 30: a request arriving after it correctly gets 503.
+      await waitReceived(url, "/embeddings", inflight.length);
       p.kill("SIGTERM");
       const statuses = await Promise.all(inflight.map((r) => r.then((x) => x.status).catch(() => 0)));
       expect(statuses.every((s) => s === 200)).toBe(true);

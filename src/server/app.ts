@@ -64,6 +64,7 @@ export function createApp(ctx: ServerContext) {
   const { config, metrics } = ctx;
   const prefix = config.urlPrefix;
   const apiKeys = config.apiKeys;
+  metrics.requestsInFlight.set({}, () => ctx.inflight);
 
   /** A router whose routes need the API key (when keys are configured). */
   const authed = (base: string) =>

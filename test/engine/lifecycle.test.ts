@@ -69,7 +69,8 @@ describe("Lifecycle", () => {
     expect(err).toBeInstanceOf(ModelLoading);
     expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(err.message).toContain('model "a" is still loading');
-    await Bun.sleep(250);
+    // The load goes on after the refusal: wait for it (bounded) rather than for a fixed time.
+    for (const until = Date.now() + 10000; get("a").state !== "ready" && Date.now() < until;) await Bun.sleep(10);
     expect(get("a").state).toBe("ready");
   });
 
@@ -132,7 +133,8 @@ describe("Lifecycle", () => {
     await lifecycle.acquire(slots.get("b")!);
     lifecycle.startSweeper();
     try {
-      await Bun.sleep(1700);
+      // Until the sweeper has unloaded it (bounded), not a fixed time: a loaded machine delays the timer.
+      for (const until = Date.now() + 10000; slots.get("a")!.state !== "unloaded" && Date.now() < until;) await Bun.sleep(20);
       expect(slots.get("a")!.state).toBe("unloaded");
       expect(slots.get("b")!.state).toBe("ready");
       expect(metrics.modelUnloads.get({ model: "a", reason: "idle" })).toBe(1);

@@ -82,7 +82,7 @@ describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () =
     await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: ["a b c", "d e f g"] }, auth);
     const after = await (await fetch(`${s.url}/metrics`)).text();
     expect(count(after)).toBeGreaterThan(count(before));
-    for (const name of ["infinity_requests_total", "infinity_request_duration_seconds_bucket", "infinity_queue_duration_seconds_count", "infinity_inference_duration_seconds_sum", "infinity_batch_size_bucket", "infinity_batch_tokens_bucket", "infinity_queue_depth", "infinity_model_memory_bytes", "process_resident_memory_bytes"]) {
+    for (const name of ["infinity_requests_total", "infinity_requests_in_flight", "infinity_request_duration_seconds_bucket", "infinity_queue_duration_seconds_count", "infinity_inference_duration_seconds_sum", "infinity_batch_size_bucket", "infinity_batch_tokens_bucket", "infinity_queue_depth", "infinity_model_memory_bytes", "process_resident_memory_bytes"]) {
       expect(after).toContain(name);
     }
     expect(after).toMatch(/infinity_requests_total\{[^}]*status="401"[^}]*\} \d+/);
@@ -154,7 +154,10 @@ describe("graceful shutdown", () => {
     const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "batch-size": "2" });
     const texts = Array.from({ length: 40 }, (_, i) => `request number ${i} with some words to embed`);
     const inflight = texts.map((t) => postJson(`${s.url}/embeddings`, { input: [t, t + " again"] }));
-    await Bun.sleep(5);
+    // Shut down only once the server has received all 40 (answered or in flight): a request arriving after the
+    // shutdown began correctly gets 503, which under load would make this test flaky.
+    const answered = () => s.ctx.metrics.requests.get({ route: "/embeddings", method: "POST", status: "200" });
+    for (const until = Date.now() + 30000; s.ctx.inflight + answered() < texts.length && Date.now() < until;) await Bun.sleep(2);
     const stopping = s.shutdown();
     const health = await fetch(`${s.url}/health`).catch(() => null);
     if (health) expect(health.status).toBe(503);
