@@ -21,7 +21,7 @@ export function combinedTextRunner(session: ModelSession, reader: TaskReader<Flo
   const output = reader.outputName(session.outputNames);
   return {
     async run(t) {
-      const out = await session.runFeeds({ ...dummies, ...textFeeds(t, session.inputNames) }, output);
+      const out = await session.runFeeds({ ...dummies, ...textFeeds(t, session.inputNames, session.inputSpecs) }, output);
       return reader.read(out, new Int32Array(t.batch));
     },
   };
