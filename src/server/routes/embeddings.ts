@@ -152,7 +152,7 @@ function dot(a: Float32Array, b: Float32Array): number {
 }
 
 /** Rows of a row-major matrix as nested lists (the float encoding of a multi-vector embedding). */
-function matrixRows(data: Float32Array, rows: number, dim: number): number[][] {
+export function matrixRows(data: Float32Array, rows: number, dim: number): number[][] {
   const out: number[][] = new Array(rows);
   for (let r = 0; r < rows; r++) out[r] = Array.from(data.subarray(r * dim, (r + 1) * dim));
   return out;

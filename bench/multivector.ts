@@ -1,0 +1,90 @@
+// Multi-vector (ColBERT) cost on the benchmark model's shape (bge-small: 12 layers, hidden 384), quick and
+// in-process: (1) onnxruntime alone against onnxruntime plus this server's multi-vector read (keep mask, a
+// 384 -> 128 Dense projection per token, L2), the same batches alternating; (2) the response encoding cost per
+// 128-float vector, JSON nested lists against base64 of the row-major float32 matrix.
+//   npx bun bench/multivector.ts [--rounds 20] [--docs 2] [--tokens 180]
+import * as ort from "onnxruntime-node";
+import { join } from "node:path";
+import { benchSession } from "./limit";
+import { ensureBenchModel } from "./model";
+import { readMultiVector, type MultiVector } from "../src/tasks/multivector";
+import { toBase64 } from "../src/tasks/embed";
+import { matrixRows } from "../src/server/routes/embeddings";
+import type { DenseLayer } from "../src/model/dense";
+
+const arg = (name: string, d: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : d;
+};
+const rounds = arg("rounds", 20);
+const docs = arg("docs", 2);
+const tokens = arg("tokens", 180);
+const DIM = 128;
+
+let seed = 7;
+const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+
+const dir = ensureBenchModel({ log: (m) => console.error(m) });
+const session = await benchSession(join(dir, "onnx", "model.onnx"), 2);
+const n = docs * tokens;
+const ids = new BigInt64Array(n);
+for (let i = 0; i < n; i++) ids[i] = BigInt(i % tokens === 0 ? 101 : i % tokens === tokens - 1 ? 102 : 1000 + Math.floor(rand() * 29000));
+const feeds: Record<string, ort.Tensor> = {};
+for (const name of session.inputNames) {
+  feeds[name] = new ort.Tensor("int64", name === "input_ids" ? ids : name === "attention_mask" ? new BigInt64Array(n).fill(1n) : new BigInt64Array(n), [docs, tokens]);
+}
+const keep = Array.from({ length: docs }, () => Uint8Array.from({ length: tokens }, () => (rand() < 0.9 ? 1 : 0)));
+const dense: DenseLayer[] = [{
+  inFeatures: 384, outFeatures: DIM, bias: null, activation: "identity", residual: null,
+  weight: Float32Array.from({ length: DIM * 384 }, () => rand() - 0.5),
+}];
+
+const raw: number[] = [];
+const full: number[] = [];
+let last: MultiVector[] = [];
+let lastOut: { data: Float32Array; dims: number[] } | null = null;
+for (let r = 0; r < rounds + 2; r++) {
+  // Alternate which goes first, so drift of the shared machine spreads over both.
+  for (const which of r % 2 ? ["full", "raw"] : ["raw", "full"]) {
+    const t0 = performance.now();
+    const out = await session.run(feeds);
+    if (which === "full") {
+      const h = out.last_hidden_state!;
+      const data = h.data as Float32Array;
+      lastOut = { data, dims: h.dims as number[] };
+      last = keep.map((k, b) => readMultiVector(data, h.dims as number[], b, k, dense));
+    }
+    const ms = performance.now() - t0;
+    if (r >= 2) (which === "raw" ? raw : full).push(ms);
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const range = (xs: number[]) => `${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)}`;
+const vectors = last.reduce((s, m) => s + m.rows, 0);
+console.log(`batch: ${docs} documents x ${tokens} tokens, ${vectors} kept vectors of ${DIM}; ${rounds} rounds each, alternating`);
+console.log(`onnxruntime alone:        median ${median(raw).toFixed(1)} ms (range ${range(raw)}), ${(n / median(raw) * 1000).toFixed(0)} tokens/s`);
+console.log(`+ multi-vector read:      median ${median(full).toFixed(1)} ms (range ${range(full)}), ${(n / median(full) * 1000).toFixed(0)} tokens/s, ratio ${(median(raw) / median(full)).toFixed(3)}`);
+
+// The read alone (no onnxruntime run): steadier on a shared machine than the difference of two noisy medians.
+const reads: number[] = [];
+for (let r = 0; r < rounds; r++) {
+  const t0 = performance.now();
+  keep.map((k, b) => readMultiVector(lastOut!.data, lastOut!.dims, b, k, dense));
+  reads.push(performance.now() - t0);
+}
+console.log(`multi-vector read alone:  median ${median(reads).toFixed(2)} ms per batch (range ${range(reads)}), ${((median(reads) * 1000) / vectors).toFixed(1)} us/vector (384 -> ${DIM} projection + L2)`);
+
+// Encoding: the same answers through both encodings, many times.
+const reps = 50;
+const time = (f: () => string) => {
+  let bytes = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < reps; i++) bytes = f().length;
+  return { usPerVector: ((performance.now() - t0) * 1000) / (reps * vectors), bytesPerVector: bytes / vectors };
+};
+for (let k = 0; k < 2; k++) {
+  const json = time(() => JSON.stringify({ data: last.map((m, index) => ({ object: "embedding", embedding: matrixRows(m.data, m.rows, m.dim), index })) }));
+  const b64 = time(() => JSON.stringify({ data: last.map((m, index) => ({ object: "embedding", embedding: toBase64(m.data), shape: [m.rows, m.dim], index })) }));
+  console.log(`encoding (pass ${k + 1}): JSON ${json.usPerVector.toFixed(2)} us/vector, ${json.bytesPerVector.toFixed(0)} bytes/vector; base64 ${b64.usPerVector.toFixed(2)} us/vector, ${b64.bytesPerVector.toFixed(0)} bytes/vector`);
+}
+await session.release();
