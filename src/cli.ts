@@ -9,7 +9,8 @@ import { configureLog, log } from "./log";
 import { hubSettingsFromEnv, resolveModel } from "./model/resolve";
 import { startServer } from "./server/serve";
 
-export const VERSION = "0.1.0";
+export { VERSION } from "./version";
+import { VERSION } from "./version";
 
 function readConfigFile(path: string): Record<string, unknown> {
   if (!existsSync(path)) throw new ConfigError(`config file not found: ${path}`);

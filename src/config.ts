@@ -161,7 +161,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "least severe log level printed (debug logs one line per request)" },
   { name: "log-format", kind: "enum", perModel: false, default: "text", choices: ["text", "json"], help: "log line format" },
   { name: "api-key", kind: "list", perModel: false, repeatable: true, default: [],
-    help: "require `Authorization: Bearer <key>` on API routes; repeat for several keys" },
+    help: "require `Authorization: Bearer <key>` (or the bare key) on API routes; repeat for several keys" },
   { name: "api-key-file", kind: "string", perModel: false, default: null, help: "file with one API key per line" },
   { name: "permissive-cors", kind: "bool", perModel: false, default: false, help: "allow any origin (CORS)" },
   { name: "cors-allow-origins", kind: "list", perModel: false, repeatable: true, default: [],

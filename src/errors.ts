@@ -126,6 +126,12 @@ export class Unauthorized extends InfinityError {
   readonly code = "invalid_api_key";
 }
 
+/** An input is longer than the model takes and the request asked not to truncate it. */
+export class InputTooLong extends InfinityError {
+  readonly type = "invalid_request_error";
+  readonly code = "input_too_long";
+}
+
 /** The request body is larger than the configured limit. */
 export class PayloadTooLarge extends InfinityError {
   readonly type = "invalid_request_error";

@@ -96,6 +96,7 @@ export class Metrics {
   readonly tokens = new Counter("infinity_tokens_total", "tokens processed (without padding)");
   readonly queueDepth = new Gauge("infinity_queue_depth", "inputs waiting in the queue");
   readonly rejected = new Counter("infinity_rejected_total", "inputs refused because the queue was full");
+  readonly truncated = new Counter("infinity_truncated_inputs_total", "inputs cut to the model's maximum length");
   readonly memoryBytes = new Gauge("infinity_model_memory_bytes", "resident memory measured at model load");
   readonly workerRestarts = new Counter("infinity_inference_worker_restarts_total", "inference workers replaced after dying or hanging");
   readonly eventLoopLag = new Histogram(
@@ -117,7 +118,7 @@ export class Metrics {
   render(): string {
     const all: Metric[] = [
       this.requests, this.requestsInFlight, this.requestSeconds, this.queueSeconds, this.inferenceSeconds, this.batchSize,
-      this.batchTokens, this.tokens, this.queueDepth, this.rejected, this.memoryBytes, this.workerRestarts, this.eventLoopLag,
+      this.batchTokens, this.tokens, this.queueDepth, this.rejected, this.truncated, this.memoryBytes, this.workerRestarts, this.eventLoopLag,
       this.modelLoads, this.modelLoadFailures, this.modelLoadSeconds, this.modelUnloads, this.modelEvictions,
       this.cacheHits, this.cacheMisses, this.cacheEvictions, this.cacheErrors, this.cacheBytes,
     ];

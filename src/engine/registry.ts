@@ -23,7 +23,7 @@ import {
   type ColbertTokens, type MultiVector, type MultiVectorBatch, type MultiVectorInput,
 } from "../tasks/multivector";
 import type { TaskReader } from "../tasks/task";
-import { Encoder, padTokenId, type Encoded } from "../tokenize/encode";
+import { Encoder, padTokenId, type EncodeOptions, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
 import { Lifecycle, ModelSlot, type LifecycleSettings, type ModelState } from "./lifecycle";
 import { Engine, sessionRunner, tokenBatches, type EngineState, type Runner } from "./engine";
@@ -50,6 +50,9 @@ export const GPU_BATCH_TOKENS = 16384;
 /** Route families a model can serve. */
 export type Capability = "embed" | "rerank" | "classify" | "embed_sparse";
 
+/** Model names clients send to mean "whichever is served" (infinity_client sends "default/not-specified"). */
+export const UNNAMED_MODELS: readonly string[] = ["", "default/not-specified"];
+
 interface Base {
   name: string;
   config: ModelConfig;
@@ -65,7 +68,7 @@ interface Base {
   /** Activation memory per padded token: measured by warm-up, at least the architecture's estimate. */
   activationBytesPerToken: number;
   /** Tokenizes texts (or query/document pairs) in the worker pool. */
-  encode(texts: string[], firsts?: string[], options?: { instruction?: string }): Promise<Encoded[]>;
+  encode(texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string }): Promise<Encoded[]>;
   /** Counts content tokens of a text in-process (prompt lengths). */
   encoder: Encoder;
   session: ModelSession;
@@ -288,16 +291,29 @@ export class Registry {
     return this.loading;
   }
 
-  private slotFor(name: string | undefined): ModelSlot<ServedModel> {
+  /**
+   * By served name; with one model configured, any name (or none); with several and no name (or
+   * "default/not-specified"), the one model that can serve the capability, when there is exactly one.
+   */
+  private slotFor(name: string | undefined, capability: Capability): ModelSlot<ServedModel> {
     let slot: ModelSlot<ServedModel> | undefined;
+    if (name !== undefined && UNNAMED_MODELS.includes(name)) name = undefined;
+    const able = [...this.slots.values()].filter((s) => capabilitiesOf(s.layout.task).includes(capability));
+    // The models made for the route come first (a reranker for /rerank, which embedders also serve by similarity).
+    const made = able.filter((s) => capabilitiesOf(s.layout.task)[0] === capability);
     if (this.slots.size === 1) slot = this.slots.values().next().value;
     else if (name !== undefined) slot = this.slots.get(name);
+    else if (made.length === 1) slot = made[0];
+    else if (able.length === 1) slot = able[0];
     if (!slot) {
       const names = [...this.slots.keys()];
+      const routes = (s: ModelSlot<ServedModel>) => capabilitiesOf(s.layout.task).map((c) => ROUTE_OF[c]).join(", ");
       throw new ModelNotFound(
-        name === undefined
-          ? `several models are served; name one in \`model\`: ${names.join(", ")}`
-          : `model "${name}" is not served; served models: ${names.join(", ")}`,
+        name !== undefined
+          ? `model "${name}" is not served; served models: ${names.join(", ")}`
+          : able.length === 0
+            ? `no served model serves ${ROUTE_OF[capability]}; served models: ${[...this.slots.values()].map((s) => `${s.name} (${routes(s)})`).join(", ")}`
+            : `several models serve ${ROUTE_OF[capability]}; name one in \`model\`: ${able.map((s) => s.name).join(", ")}`,
         "model",
       );
     }
@@ -309,7 +325,7 @@ export class Registry {
    * that is not loaded is loaded first (concurrent requests share the load), waiting at most --model-load-timeout.
    */
   async lookup(name: string | undefined, capability: Capability): Promise<ServedModel> {
-    const slot = this.slotFor(name);
+    const slot = this.slotFor(name, capability);
     const served = capabilitiesOf(slot.layout.task);
     if (!served.includes(capability)) {
       throw new CapabilityMismatch(
@@ -457,12 +473,13 @@ export class Registry {
     const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize };
     // The RSS growth can hide behind memory the process already had; the weights are resident at least.
     const sessionBytes = () => Math.max(process.memoryUsage().rss - rssBefore, layout.weightBytes);
-    const tokenize = (texts: string[], firsts?: string[]): Promise<Encoded[]> => {
+    const tokenize = (texts: string[], firsts?: string[], options?: EncodeOptions): Promise<Encoded[]> => {
       // A worker round trip costs more than tokenizing a few short texts, so small requests stay here.
       let chars = 0;
       for (let i = 0; i < texts.length; i++) chars += texts[i]!.length + (firsts ? firsts[i]!.length : 0);
-      if (chars > INLINE_TOKENIZE_CHARS) return this.pool.encode(key, texts, firsts);
-      return encoder.encodeBatch(texts, firsts);
+      const opts = options?.direction || options?.exactLengths ? { direction: options.direction, exactLengths: options.exactLengths } : undefined;
+      if (chars > INLINE_TOKENIZE_CHARS) return this.pool.encode(key, texts, firsts, opts);
+      return encoder.encodeBatch(texts, firsts, opts);
     };
     const base = {
       name: key,
@@ -474,14 +491,14 @@ export class Registry {
       sessionBytes: 0,
       activationBytesPerToken: estimateActivationBytesPerToken(layout.configJson),
       warmupTokensPerSecond: 0,
-      encode: async (texts: string[], firsts?: string[], options?: { instruction?: string }) => {
+      encode: async (texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string }) => {
         if (template && firsts) {
           // Decoder rerankers: each pair as one text inside the template's prompt.
           const instruction = options?.instruction ?? layout.rerankTemplate!.instruction;
           const bodies = await tokenize(texts.map((d, i) => llmRerankText(firsts[i]!, d, instruction)));
           return bodies.map((e) => template.wrap(e));
         }
-        return tokenize(texts, firsts);
+        return tokenize(texts, firsts, options);
       },
       encoder,
       session,

@@ -13,6 +13,8 @@ import { healthRoutes } from "./routes/health";
 import { modelsRoutes } from "./routes/models";
 import { rerankRoutes } from "./routes/rerank";
 import { docsRoutes } from "./routes/docs";
+import { cohereRoutes } from "./routes/cohere";
+import { teiRoutes } from "./routes/tei";
 
 const started = new WeakMap<Request, number>();
 /** Requests counted into ctx.inflight, so each is counted out exactly once. */
@@ -54,7 +56,7 @@ function corsHeaders(ctx: ServerContext, origin: string | null): Record<string, 
     "access-control-allow-origin": permissiveCors && !corsOrigins.length ? "*" : origin,
     "access-control-allow-methods": "GET, POST, OPTIONS",
     "access-control-allow-headers": "authorization, content-type",
-    "access-control-expose-headers": "x-queue-time-ms, x-inference-time-ms, x-total-time-ms, x-cache-hits, retry-after",
+    "access-control-expose-headers": "x-queue-time-ms, x-inference-time-ms, x-total-time-ms, x-cache-hits, x-truncated-inputs, retry-after",
     "access-control-max-age": "600",
     vary: "Origin",
   };
@@ -71,13 +73,15 @@ export function createApp(ctx: ServerContext) {
     router(base).onBeforeHandle(({ request }) => {
       if (apiKeys.length) checkApiKey(request.headers.get("authorization"), apiKeys);
     });
-  const api = (base: string) =>
+  /** Every inference route of every API shape; `fixed`: the model the /models/{served-name} prefix names. */
+  const inference = (base: string, fixed?: string) =>
     authed(base)
-      .use(embeddingsRoutes(ctx))
-      .use(embedSparseRoutes(ctx))
-      .use(rerankRoutes(ctx))
-      .use(classifyRoutes(ctx))
-      .use(modelsRoutes(ctx));
+      .use(embeddingsRoutes(ctx, fixed))
+      .use(embedSparseRoutes(ctx, fixed))
+      .use(rerankRoutes(ctx, fixed))
+      .use(classifyRoutes(ctx, fixed))
+      .use(teiRoutes(ctx, fixed));
+  const api = (base: string) => inference(base).use(modelsRoutes(ctx));
 
   const app = router()
     .onRequest(({ request, set }) => {
@@ -126,6 +130,12 @@ export function createApp(ctx: ServerContext) {
     .use(api(prefix));
   // OpenAI clients use a base URL ending in /v1: serve the API there too. Cohere's v2 client posts /v2/rerank.
   if (!prefix.endsWith("/v1")) app.use(api(`${prefix}/v1`));
-  app.use(authed(`${prefix}/v2`).use(rerankRoutes(ctx)));
+  app.use(authed(`${prefix}/v2`).use(rerankRoutes(ctx)).use(cohereRoutes(ctx)));
+  // Clients that take only a URL (HF Inference, TEI) reach each model under /models/{served-name}/...: the names
+  // are known at start, so each model gets its own static routes (names with a slash work too).
+  for (const m of ctx.config.models) {
+    const base = `${prefix}/models/${m.servedModelName}`;
+    app.use(inference(base, m.servedModelName)).use(authed(`${base}/v2`).use(rerankRoutes(ctx, m.servedModelName)).use(cohereRoutes(ctx, m.servedModelName)));
+  }
   return app;
 }

@@ -7,11 +7,15 @@ function digest(s: string): Buffer {
   return createHash("sha256").update(s).digest();
 }
 
-/** Throws Unauthorized unless the header carries one of the keys. Every key is compared, always. */
+/**
+ * Throws Unauthorized unless the header carries one of the keys, as `Bearer <key>` or the bare key (llama-index's
+ * async TEI client sends the token without the scheme). Every key is compared, always.
+ */
 export function checkApiKey(header: string | null, keys: readonly string[]): void {
-  const match = /^Bearer\s+(.+)$/i.exec(header?.trim() ?? "");
-  if (!match) throw new Unauthorized("missing API key: send `Authorization: Bearer <key>`");
-  const given = digest(match[1]!.trim());
+  const value = header?.trim() ?? "";
+  if (!value) throw new Unauthorized("missing API key: send `Authorization: Bearer <key>`");
+  const match = /^Bearer\s+(.+)$/i.exec(value);
+  const given = digest((match ? match[1]! : value).trim());
   let ok = false;
   for (const key of keys) ok = timingSafeEqual(given, digest(key)) || ok;
   if (!ok) throw new Unauthorized("invalid API key");

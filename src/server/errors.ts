@@ -1,6 +1,6 @@
 // The one error shape (OpenAI style) and the one mapping from typed errors to HTTP statuses.
 import {
-  BadBody, CapabilityMismatch, ModelNotServing, Cancelled, InferenceFailed, InfinityError, InvalidInput, InvalidMedia, ModelNotFound, Overloaded,
+  BadBody, CapabilityMismatch, ModelNotServing, Cancelled, InferenceFailed, InfinityError, InputTooLong, InvalidInput, InvalidMedia, ModelNotFound, Overloaded,
   PayloadTooLarge, RouteNotFound, Unauthorized, Unavailable, WorkerFailed,
 } from "../errors";
 import { log } from "../log";
@@ -21,7 +21,7 @@ function statusOf(e: InfinityError): number {
   if (e instanceof BadBody) return e.unsupportedMediaType ? 415 : 400;
   if (e instanceof Unauthorized) return 401;
   if (e instanceof RouteNotFound) return 404;
-  if (e instanceof PayloadTooLarge) return 413;
+  if (e instanceof PayloadTooLarge || e instanceof InputTooLong) return 413;
   if (e instanceof Overloaded) return 429;
   // Nobody reads it: the client has gone. 499 is the de-facto status for that.
   if (e instanceof Cancelled) return 499;

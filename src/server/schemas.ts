@@ -2,7 +2,25 @@
 // is generated from them. Unknown extra fields are accepted, as OpenAI and Cohere clients send some.
 import { t } from "elysia";
 
-const ModelName = t.Optional(t.String({ description: "served model name; optional when one model is served" }));
+const ModelName = t.Optional(
+  t.Union([t.String(), t.Null()], { description: "served model name; optional when one model serves the route", error: "`model` must be a string" }),
+);
+
+/** encoding_format values of /embeddings: OpenAI's two, then the compact types and base64 of their bytes. */
+export const ENCODING_FORMATS = ["float", "base64", "int8", "uint8", "binary", "ubinary", "base64_int8", "base64_uint8", "base64_binary", "base64_ubinary"] as const;
+
+const Dimensions = (description: string, name: string) =>
+  t.Optional(t.Union([t.Integer(), t.Null()], { description: `${description}; 0 or null: the model's full size`, error: `\`${name}\` must be an integer` }));
+
+const Truncate = t.Optional(
+  t.Union([t.Boolean(), t.Null()], { description: "false: an input longer than the model takes is a 413 instead of being cut (default: cut)", error: "`truncate` must be a boolean" }),
+);
+const TruncationDirection = t.Optional(
+  t.Union([t.Literal("right"), t.Literal("left"), t.Literal("Right"), t.Literal("Left")], {
+    description: "which end of a long text is cut: right (default) keeps its beginning",
+    error: "`truncation_direction` must be \"right\" or \"left\"",
+  }),
+);
 
 /** Pruning of sparse vectors (SPLADE): on /embeddings with a sparse model and on /embed_sparse. */
 const SparseOptions = {
@@ -21,16 +39,22 @@ export const EmbeddingsRequest = t.Object(
       ],
       {
         description:
-          "text, list of texts, or token ids of the model's own vocabulary (one list or a list of lists); with modality image or audio, data: URIs (base64) or http(s) URLs",
+          "text, list of texts, or OpenAI token ids (cl100k_base, one list or a list of lists: decoded, then tokenized by the model); with modality image or audio, data: URIs (base64) or http(s) URLs",
         error: "`input` must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
       },
     ),
     model: ModelName,
     encoding_format: t.Optional(
-      t.Union([t.Literal("float"), t.Literal("base64")], { error: "`encoding_format` must be \"float\" or \"base64\"" }),
+      t.String({
+        description:
+          "float (default) | base64 (little-endian float32) | int8 | uint8 | binary | ubinary | base64_int8 | base64_uint8 | base64_binary | base64_ubinary (see README: compact types)",
+        error: "`encoding_format` must be a string",
+      }),
     ),
-    dimensions: t.Optional(t.Integer({ description: "Matryoshka: keep the first n dimensions, then re-normalise", error: "`dimensions` must be an integer" })),
-    user: t.Optional(t.String()),
+    dimensions: Dimensions("Matryoshka: keep the first n dimensions, then re-normalise", "dimensions"),
+    user: t.Optional(t.Union([t.String(), t.Null()])),
+    truncate: Truncate,
+    truncation_direction: TruncationDirection,
     modality: t.Optional(t.String({ description: "text (default), image or audio: what `input` holds; image/audio need a multimodal model (CLIP, SigLIP, CLAP)" })),
     prompt_name: t.Optional(t.String({ description: "prompt from the model's config_sentence_transformers.json, e.g. query" })),
     input_type: t.Optional(
@@ -54,7 +78,7 @@ export const EmbeddingsResponse = t.Object({
       object: t.Literal("embedding"),
       embedding: t.Union([
         t.Array(t.Number()),
-        t.String({ description: "base64 of little-endian float32" }),
+        t.String({ description: "base64 of the vector's bytes (little-endian float32, or the compact type)" }),
         t.Object({ indices: t.Array(t.Integer()), values: t.Array(t.Number()) }, { description: "sparse models: vocabulary ids (ascending) and their weights" }),
         t.Array(t.Array(t.Number()), { description: "multi-vector models: one vector per token" }),
       ]),
@@ -90,15 +114,41 @@ export const RerankRequest = t.Object(
     query: t.String({ error: "`query` must be a string" }),
     documents: t.Array(RerankDocument, { error: "`documents` must be an array of strings or {text} objects" }),
     model: ModelName,
-    top_n: t.Optional(t.Integer({ error: "`top_n` must be an integer" })),
-    return_documents: t.Optional(t.Boolean({ error: "`return_documents` must be a boolean" })),
+    top_n: t.Optional(t.Union([t.Integer(), t.Null()], { error: "`top_n` must be an integer" })),
+    top_k: t.Optional(t.Union([t.Integer(), t.Null()], { description: "Voyage shape: the answer lists `data` instead of `results`", error: "`top_k` must be an integer" })),
+    return_documents: t.Optional(t.Union([t.Boolean(), t.Null()], { error: "`return_documents` must be a boolean" })),
     raw_scores: t.Optional(t.Boolean({ error: "`raw_scores` must be a boolean" })),
+    truncate: Truncate,
+    truncation: t.Optional(t.Boolean({ description: "Voyage's name for `truncate`", error: "`truncation` must be a boolean" })),
     instruction: t.Optional(
       t.String({ description: "LLM rerankers (Qwen3-Reranker): the task instruction in their prompt; default the model card's web-search instruction", error: "`instruction` must be a string" }),
     ),
   },
   { additionalProperties: true },
 );
+
+/** TEI's /rerank body: `texts` instead of `documents`. */
+export const TeiRerankRequest = t.Object(
+  {
+    query: t.String({ error: "`query` must be a string" }),
+    texts: t.Array(t.String(), { error: "`texts` must be an array of strings" }),
+    model: ModelName,
+    truncate: Truncate,
+    truncation_direction: TruncationDirection,
+    raw_scores: t.Optional(t.Boolean({ error: "`raw_scores` must be a boolean" })),
+    return_text: t.Optional(t.Boolean({ error: "`return_text` must be a boolean" })),
+  },
+  { additionalProperties: true },
+);
+
+export const TeiRerankResponse = t.Array(t.Object({ index: t.Integer(), score: t.Number(), text: t.Optional(t.String()) }));
+
+export const VoyageRerankResponse = t.Object({
+  object: t.Literal("list"),
+  data: t.Array(t.Object({ relevance_score: t.Number(), index: t.Integer(), document: t.Optional(t.String()) })),
+  model: t.String(),
+  usage: t.Object({ total_tokens: t.Integer() }),
+});
 
 export const RerankResponse = t.Object({
   object: t.Literal("rerank"),
@@ -121,6 +171,8 @@ export const ClassifyRequest = t.Object(
     input: t.Union([t.String(), t.Array(t.String())], { error: "`input` must be a string or an array of strings" }),
     model: ModelName,
     raw_scores: t.Optional(t.Boolean({ error: "`raw_scores` must be a boolean" })),
+    truncate: Truncate,
+    truncation_direction: TruncationDirection,
   },
   { additionalProperties: true },
 );
@@ -167,4 +219,155 @@ export const ErrorResponse = t.Object({
     param: t.Union([t.String(), t.Null()]),
     code: t.Union([t.String(), t.Null()]),
   }),
+});
+
+// ---- TEI (text-embeddings-inference) and HF Inference shapes ----
+
+const TeiInputs = t.Union(
+  [t.String(), t.Array(t.String()), t.Array(t.Integer()), t.Array(t.Array(t.Integer()))],
+  {
+    description: "text, list of texts, or token ids of the model's own vocabulary (one list or a list of lists)",
+    error: "`inputs` must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
+  },
+);
+
+export const TeiEmbedRequest = t.Object(
+  {
+    inputs: TeiInputs,
+    model: ModelName,
+    normalize: t.Optional(t.Union([t.Boolean(), t.Null()], { description: "L2-normalise (default true)", error: "`normalize` must be a boolean" })),
+    truncate: Truncate,
+    truncation_direction: TruncationDirection,
+    prompt_name: t.Optional(t.Union([t.String(), t.Null()], { error: "`prompt_name` must be a string" })),
+    input_type: t.Optional(t.String({ description: "query | document | ...: picks the model's prompt for that kind of input" })),
+    dimensions: Dimensions("Matryoshka: keep the first n dimensions", "dimensions"),
+  },
+  { additionalProperties: true },
+);
+
+export const TeiEmbedResponse = t.Array(t.Array(t.Number()));
+
+const TextOrPair = t.Union([t.String(), t.Array(t.String(), { minItems: 1, maxItems: 2 })]);
+export const TeiPredictRequest = t.Object(
+  {
+    inputs: t.Union([t.String(), t.Array(TextOrPair)], {
+      description: "a text, a pair [text, text], or a batch of texts and pairs [[text], [text, text], ...]",
+      error: "`inputs` must be a string, a pair of strings, or a list of [string] / [string, string]",
+    }),
+    model: ModelName,
+    truncate: Truncate,
+    truncation_direction: TruncationDirection,
+    raw_scores: t.Optional(t.Boolean({ error: "`raw_scores` must be a boolean" })),
+  },
+  { additionalProperties: true },
+);
+
+const Prediction = t.Object({ score: t.Number(), label: t.String() });
+export const TeiPredictResponse = t.Union([t.Array(Prediction), t.Array(t.Array(Prediction))]);
+
+const SimilarityParameters = t.Object(
+  { truncate: Truncate, truncation_direction: TruncationDirection, prompt_name: t.Optional(t.Union([t.String(), t.Null()])) },
+  { additionalProperties: true },
+);
+export const TeiSimilarityRequest = t.Object(
+  {
+    inputs: t.Object(
+      {
+        source_sentence: t.String({ error: "`inputs.source_sentence` must be a string" }),
+        sentences: t.Array(t.String(), { error: "`inputs.sentences` must be an array of strings" }),
+      },
+      { error: "`inputs` must be {source_sentence, sentences}" },
+    ),
+    model: ModelName,
+    parameters: t.Optional(t.Union([SimilarityParameters, t.Null()])),
+  },
+  { additionalProperties: true },
+);
+export const TeiSimilarityResponse = t.Array(t.Number());
+
+export const TeiTokenizeRequest = t.Object(
+  {
+    inputs: t.Union([t.String(), t.Array(t.String())], { error: "`inputs` must be a string or an array of strings" }),
+    model: ModelName,
+    add_special_tokens: t.Optional(t.Boolean({ error: "`add_special_tokens` must be a boolean" })),
+    prompt_name: t.Optional(t.Union([t.String(), t.Null()], { error: "`prompt_name` must be a string" })),
+  },
+  { additionalProperties: true },
+);
+export const TeiTokenizeResponse = t.Array(
+  t.Array(t.Object({ id: t.Integer(), text: t.String(), special: t.Boolean(), start: t.Union([t.Integer(), t.Null()]), stop: t.Union([t.Integer(), t.Null()]) })),
+);
+
+export const TeiDecodeRequest = t.Object(
+  {
+    ids: t.Union([t.Array(t.Integer()), t.Array(t.Array(t.Integer()))], { error: "`ids` must be an array of token ids or an array of such arrays" }),
+    model: ModelName,
+    skip_special_tokens: t.Optional(t.Boolean({ error: "`skip_special_tokens` must be a boolean" })),
+  },
+  { additionalProperties: true },
+);
+export const TeiDecodeResponse = t.Array(t.String());
+
+export const TeiInfoResponse = t.Object({
+  model_id: t.String(),
+  model_sha: t.Union([t.String(), t.Null()]),
+  model_dtype: t.String(),
+  served_model_name: t.String(),
+  model_type: t.Record(t.String(), t.Unknown()),
+  max_concurrent_requests: t.Integer(),
+  max_input_length: t.Integer(),
+  max_batch_tokens: t.Integer(),
+  max_batch_requests: t.Union([t.Integer(), t.Null()]),
+  max_client_batch_size: t.Integer(),
+  auto_truncate: t.Boolean(),
+  tokenization_workers: t.Integer(),
+  version: t.String(),
+  sha: t.Union([t.String(), t.Null()]),
+  docker_label: t.Union([t.String(), t.Null()]),
+});
+
+/** HF Inference: {"inputs": ..., "parameters": {...}}, the task decided by the model. */
+export const HfInferenceRequest = t.Object(
+  {
+    inputs: t.Optional(t.Unknown({ description: "embedders: text(s) or {source_sentence, sentences}; classifiers: text(s); rerankers use {query, texts} instead" })),
+    parameters: t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()])),
+    model: ModelName,
+  },
+  { additionalProperties: true },
+);
+
+// ---- Cohere v2 embed ----
+
+export const CohereEmbedRequest = t.Object(
+  {
+    texts: t.Array(t.String(), { error: "`texts` must be an array of strings" }),
+    model: ModelName,
+    input_type: t.Optional(t.String({ description: "search_query | search_document | classification | clustering: picks the model's prompt" })),
+    embedding_types: t.Optional(
+      t.Array(t.String(), { description: "float (default) | int8 | uint8 | binary | ubinary | base64", error: "`embedding_types` must be an array of strings" }),
+    ),
+    truncate: t.Optional(
+      t.Union([t.Literal("NONE"), t.Literal("START"), t.Literal("END")], {
+        description: "END (default) cuts a long text's end, START its beginning, NONE refuses it with a 413",
+        error: "`truncate` must be \"NONE\", \"START\" or \"END\"",
+      }),
+    ),
+    output_dimension: Dimensions("Matryoshka: keep the first n dimensions, then re-normalise", "output_dimension"),
+  },
+  { additionalProperties: true },
+);
+
+export const CohereEmbedResponse = t.Object({
+  id: t.String(),
+  embeddings: t.Object({
+    float: t.Optional(t.Array(t.Array(t.Number()))),
+    int8: t.Optional(t.Array(t.Array(t.Integer()))),
+    uint8: t.Optional(t.Array(t.Array(t.Integer()))),
+    binary: t.Optional(t.Array(t.Array(t.Integer()))),
+    ubinary: t.Optional(t.Array(t.Array(t.Integer()))),
+    base64: t.Optional(t.Array(t.String())),
+  }),
+  texts: t.Array(t.String()),
+  meta: t.Object({ api_version: t.Object({ version: t.String() }), billed_units: t.Object({ input_tokens: t.Integer() }) }),
+  response_type: t.Literal("embeddings_by_type"),
 });

@@ -10,6 +10,36 @@ export interface Encoded {
   ids: Int32Array;
   /** token_type_ids; null when every id is 0 (single sequences of most models). */
   typeIds: Int32Array | null;
+  /**
+   * Set when the input was cut to fit: the tokens it had, special tokens included; exact when the encoding asked
+   * for exact lengths, else a lower bound (a long text is tokenized only as far as needed).
+   */
+  fullLength?: number;
+}
+
+/** Which end of a too-long text is cut: "right" keeps its beginning (the default), "left" keeps its end. */
+export type TruncationDirection = "right" | "left";
+
+export interface EncodeOptions {
+  /** Single texts only: pairs are cut longest-first. */
+  direction?: TruncationDirection;
+  /** Tokenize long inputs whole, so fullLength is exact (for errors that name it). */
+  exactLengths?: boolean;
+}
+
+/** Whether an encoding was cut to fit the model. */
+export function wasTruncated(e: Encoded): boolean {
+  return e.fullLength !== undefined && e.fullLength > e.ids.length;
+}
+
+/** One token as TEI's /tokenize reports it. */
+export interface TokenInfo {
+  id: number;
+  text: string;
+  special: boolean;
+  /** UTF-8 byte offsets into the input; null for special tokens. */
+  start: number | null;
+  stop: number | null;
 }
 
 interface Template {
@@ -145,8 +175,8 @@ export class Encoder {
   }
 
   /** One sequence, truncated to maxLength with its special tokens kept. */
-  async encode(text: string): Promise<Encoded> {
-    return (await this.encodeBatch([text]))[0]!;
+  async encode(text: string, options: EncodeOptions = {}): Promise<Encoded> {
+    return (await this.encodeBatch([text], undefined, options))[0]!;
   }
 
   /** A (query, document) pair, truncated longest-first to maxLength. */
@@ -155,11 +185,14 @@ export class Encoder {
   }
 
   /** Texts, or pairs (firsts[i] with texts[i]), each truncated as encode / encodePair do; results in input order. */
-  async encodeBatch(texts: readonly string[], firsts?: readonly string[]): Promise<Encoded[]> {
+  async encodeBatch(texts: readonly string[], firsts?: readonly string[], options: EncodeOptions = {}): Promise<Encoded[]> {
     if (!firsts) {
       const { prefix, suffix } = this.template.single;
-      const contents = await this.contents(texts, this.maxLength - prefix.length - suffix.length);
-      return contents.map((c) => this.single(c.ids));
+      const room = this.maxLength - prefix.length - suffix.length;
+      // One token past the room tells a text that fits from one that was cut; the left end needs all of it.
+      const need = options.exactLengths || options.direction === "left" ? Infinity : room + 1;
+      const contents = await this.contents(texts, need);
+      return contents.map((c) => this.single(c.ids, options.direction ?? "right"));
     }
     const t = this.template.pair;
     const budget = this.maxLength - t.prefix.length - t.middle.length - t.suffix.length;
@@ -167,21 +200,22 @@ export class Encoder {
     // the full lengths: each sequence counts up to the end of the word (pre-token) in which its count reaches the
     // whole max length (measured with 0.23: all 60 fuzzed pairs per tokenizer agree, where full lengths agreed on
     // 38-46), except around added tokens at that point (1-2 of 60 on 5 of 20 tokenizers). Counting that far is enough.
-    const both = await this.contents([...firsts, ...texts], this.maxLength, true);
+    const both = await this.contents([...firsts, ...texts], options.exactLengths ? Infinity : this.maxLength, true);
     const n = texts.length;
     const out: Encoded[] = new Array(n);
     for (let i = 0; i < n; i++) out[i] = this.pair(both[i]!, both[n + i]!, budget);
     return out;
   }
 
-  private single(body: Int32Array): Encoded {
+  private single(body: Int32Array, direction: TruncationDirection): Encoded {
     const { prefix, suffix } = this.template.single;
     const keep = Math.min(body.length, this.maxLength - prefix.length - suffix.length);
     const ids = new Int32Array(prefix.length + keep + suffix.length);
     ids.set(prefix, 0);
-    ids.set(body.subarray(0, keep), prefix.length);
+    ids.set(direction === "left" ? body.subarray(body.length - keep) : body.subarray(0, keep), prefix.length);
     ids.set(suffix, prefix.length + keep);
-    return { ids, typeIds: null };
+    const full = prefix.length + body.length + suffix.length;
+    return full > ids.length ? { ids, typeIds: null, fullLength: full } : { ids, typeIds: null };
   }
 
   private pair(first: Content, second: Content, budget: number): Encoded {
@@ -204,7 +238,36 @@ export class Encoder {
     put(t.middle, t.middle.length, t.middleTypes);
     put(b, nb, t.secondType);
     put(t.suffix, t.suffix.length, t.suffixTypes);
-    return { ids, typeIds };
+    const full = t.prefix.length + a.length + t.middle.length + b.length + t.suffix.length;
+    return full > total ? { ids, typeIds, fullLength: full } : { ids, typeIds };
+  }
+  /**
+   * Every token of a text (not truncated) with its string, whether the post-processor added it, and its UTF-8 byte
+   * offsets in the text (null for special tokens), as TEI's /tokenize reports them.
+   */
+  async tokens(text: string, addSpecialTokens: boolean): Promise<TokenInfo[]> {
+    const enc = await this.tokenizer.encode(text, null, { addSpecialTokens });
+    const ids = enc.getIds();
+    const tokens = enc.getTokens();
+    const offsets = enc.getOffsets();
+    const special = enc.getSpecialTokensMask();
+    // The binding reports offsets in characters (code points); TEI reports bytes of the UTF-8 input.
+    const cps = [...text];
+    const byteAt = new Int32Array(cps.length + 1);
+    for (let i = 0; i < cps.length; i++) byteAt[i + 1] = byteAt[i]! + Buffer.byteLength(cps[i]!);
+    const bytes = Buffer.from(text, "utf8");
+    return ids.map((id, i) => {
+      if (special[i] === 1) return { id, text: tokens[i]!, special: true, start: null, stop: null };
+      const [a, b] = offsets[i]!;
+      const start = byteAt[Math.min(a!, cps.length)]!;
+      const stop = byteAt[Math.min(b!, cps.length)]!;
+      return { id, text: bytes.subarray(start, stop).toString("utf8"), special: false, start, stop };
+    });
+  }
+
+  /** Text of token ids (checked against the vocabulary by the caller). */
+  decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
+    return this.tokenizer.decode([...ids], skipSpecialTokens);
   }
 }
 

@@ -1,6 +1,6 @@
 // A pool of tokenizer worker threads. Every worker holds every model's tokenizer; a request's texts are cut into
 // chunks spread over the least-busy workers, so one large request does not hold up small ones.
-import type { Encoded } from "./encode";
+import type { EncodeOptions, Encoded } from "./encode";
 import type { WorkerRequest, WorkerResponse } from "./protocol";
 import { WorkerPool } from "../workers";
 
@@ -31,7 +31,7 @@ export class TokenizerPool {
   }
 
   /** Encodes texts (or pairs: firsts[i] with texts[i]); results in input order. */
-  async encode(key: string, texts: string[], firsts?: string[]): Promise<Encoded[]> {
+  async encode(key: string, texts: string[], firsts?: string[], options?: EncodeOptions): Promise<Encoded[]> {
     if (this.workers.isClosed) throw new Error("tokenizer pool is closed");
     // Checked here rather than answered by a worker: under `bun test`, Bun 1.4.5 was seen to drop a worker's
     // small error reply that follows transferred replies, which hung the caller.
@@ -45,12 +45,13 @@ export class TokenizerPool {
         key,
         texts: texts.slice(start, end),
         pairs: firsts?.slice(start, end),
+        ...(options ? { options } : {}),
       };
       chunks.push(
         this.workers.sendToLeastBusy(msg, end - start).then((r) => {
           if (!r.ok) throw new Error(r.error);
           if (!r.ids) throw new Error("tokenizer worker answered without ids");
-          return unpack(r.ids, r.typeIds, r.offsets);
+          return unpack(r.ids, r.typeIds, r.offsets, r.fullLengths);
         }),
       );
     }
@@ -62,12 +63,13 @@ export class TokenizerPool {
   }
 }
 
-function unpack(ids: Int32Array, typeIds: Int32Array | null, offsets: Int32Array): Encoded[] {
+function unpack(ids: Int32Array, typeIds: Int32Array | null, offsets: Int32Array, fullLengths: Int32Array): Encoded[] {
   const out: Encoded[] = new Array(offsets.length - 1);
   for (let i = 0; i < out.length; i++) {
     const a = offsets[i]!;
     const b = offsets[i + 1]!;
     out[i] = { ids: ids.subarray(a, b), typeIds: typeIds ? typeIds.subarray(a, b) : null };
+    if (fullLengths[i]! > b - a) out[i]!.fullLength = fullLengths[i]!;
   }
   return out;
 }

@@ -10,9 +10,11 @@ export type WorkerRequest =
       texts: string[];
       /** First sequences of pairs (queries), same length as texts. */
       pairs?: string[];
+      options?: import("./encode").EncodeOptions;
     };
 
 export type WorkerResponse =
-  | { id: number; ok: true; ids?: undefined; typeIds?: undefined; offsets?: undefined }
-  | { id: number; ok: true; ids: Int32Array; typeIds: Int32Array | null; offsets: Int32Array }
+  | { id: number; ok: true; ids?: undefined; typeIds?: undefined; offsets?: undefined; fullLengths?: undefined }
+  /** fullLengths[i]: input i's length before truncation (equal to its length when it was not cut). */
+  | { id: number; ok: true; ids: Int32Array; typeIds: Int32Array | null; offsets: Int32Array; fullLengths: Int32Array }
   | { id: number; ok: false; error: string };

@@ -20,7 +20,7 @@ async function handle(msg: WorkerRequest): Promise<WorkerResponse> {
   const encoder = encoders.get(msg.key);
   if (!encoder) return { id: msg.id, ok: false, error: `tokenizer ${msg.key} is not loaded in this worker` };
   const n = msg.texts.length;
-  const parts = await encoder.encodeBatch(msg.texts, msg.pairs);
+  const parts = await encoder.encodeBatch(msg.texts, msg.pairs, msg.options);
   let total = 0;
   let anyTypes = false;
   for (const e of parts) {
@@ -31,15 +31,17 @@ async function handle(msg: WorkerRequest): Promise<WorkerResponse> {
   const ids = new Int32Array(total);
   const typeIds = anyTypes ? new Int32Array(total) : null;
   const offsets = new Int32Array(n + 1);
+  const fullLengths = new Int32Array(n);
   let o = 0;
   for (let i = 0; i < n; i++) {
     const e = parts[i]!;
+    fullLengths[i] = e.fullLength ?? e.ids.length;
     ids.set(e.ids, o);
     if (typeIds && e.typeIds) typeIds.set(e.typeIds, o);
     o += e.ids.length;
     offsets[i + 1] = o;
   }
-  return { id: msg.id, ok: true, ids, typeIds, offsets };
+  return { id: msg.id, ok: true, ids, typeIds, offsets, fullLengths };
 }
 
 self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
@@ -48,7 +50,7 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
     const res = await handle(msg);
     const transfer: ArrayBuffer[] = [];
     if (res.ok && res.ids) {
-      transfer.push(res.ids.buffer as ArrayBuffer, res.offsets!.buffer as ArrayBuffer);
+      transfer.push(res.ids.buffer as ArrayBuffer, res.offsets!.buffer as ArrayBuffer, res.fullLengths!.buffer as ArrayBuffer);
       if (res.typeIds) transfer.push(res.typeIds.buffer as ArrayBuffer);
     }
     self.postMessage(res, transfer);

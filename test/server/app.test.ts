@@ -43,6 +43,8 @@ describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () =
     const none = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" });
     expect(none.status).toBe(401);
     expect(none.json.error.type).toBe("authentication_error");
+    const bare = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" }, { authorization: "k-one" });
+    expect(bare.status).toBe(200);
     const wrong = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x" }, { authorization: "Bearer k-three" });
     expect(wrong.status).toBe(401);
     expect((await fetch(`${s.url}/api/models`)).status).toBe(401);

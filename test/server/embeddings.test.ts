@@ -7,6 +7,7 @@ import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from ".
 import { INLINE_TOKENIZE_CHARS } from "../../src/engine/registry";
 import { Value } from "@sinclair/typebox/value";
 import { EmbeddingsResponse } from "../../src/server/schemas";
+import { getEncoding } from "js-tiktoken";
 
 const EMBEDDERS = ["bert-mean-norm", "roberta-cls", "xlmr-max"] as const;
 let server: RunningServer;
@@ -80,15 +81,42 @@ describe("parity with sentence-transformers references", () => {
     }
   });
 
-  test("token-id input is fed as given", async () => {
+  test("integer input on /embeddings is OpenAI's cl100k_base ids: decoded, then tokenized by the model", async () => {
+    const ref = await reference("bert-mean-norm");
+    const cl100k = getEncoding("cl100k_base");
+    const [a, b] = [ref.cases[2], ref.cases[3]];
+    const { status, json } = await embed({ model: "bert-mean-norm", input: [cl100k.encode(a.text), cl100k.encode(b.text)] });
+    expect(status).toBe(200);
+    expect(maxAbsDiff(json.data[0].embedding, l2(a.embedding))).toBeLessThanOrEqual(1e-4);
+    expect(maxAbsDiff(json.data[1].embedding, l2(b.embedding))).toBeLessThanOrEqual(1e-4);
+    expect(json.usage.prompt_tokens).toBe(a.input_ids.length + b.input_ids.length);
+    const single = await embed({ model: "bert-mean-norm", input: cl100k.encode(a.text) });
+    expect(maxAbsDiff(single.json.data[0].embedding, l2(a.embedding))).toBeLessThanOrEqual(1e-4);
+  });
+
+  test("TEI /embed keeps integer inputs as the model's own token ids", async () => {
     const ref = await reference("bert-mean-norm");
     const c = ref.cases[2];
-    const { status, json } = await embed({ model: "bert-mean-norm", input: [c.input_ids, ref.cases[3].input_ids] });
-    expect(status).toBe(200);
-    expect(maxAbsDiff(json.data[0].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4);
-    expect(maxAbsDiff(json.data[1].embedding, l2(ref.cases[3].embedding))).toBeLessThanOrEqual(1e-4);
-    const single = await embed({ model: "bert-mean-norm", input: c.input_ids });
-    expect(maxAbsDiff(single.json.data[0].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4);
+    const r = await postJson(`${url}/embed`, { model: "bert-mean-norm", inputs: [c.input_ids, ref.cases[3].input_ids] });
+    expect(r.status).toBe(200);
+    expect(maxAbsDiff(r.json[0], l2(c.embedding))).toBeLessThanOrEqual(1e-4);
+    expect(maxAbsDiff(r.json[1], l2(ref.cases[3].embedding))).toBeLessThanOrEqual(1e-4);
+    const single = await postJson(`${url}/embed`, { model: "bert-mean-norm", inputs: c.input_ids });
+    expect(maxAbsDiff(single.json[0], l2(c.embedding))).toBeLessThanOrEqual(1e-4);
+  });
+
+  test("model: none or \"default/not-specified\" with several embedders is a 400 naming them; dimensions 0/null are unset", async () => {
+    for (const model of [undefined, "default/not-specified"]) {
+      const r = await embed({ model, input: "x" });
+      expect(r.status).toBe(400);
+      expect(r.json.error.message).toContain("bert-mean-norm, roberta-cls, xlmr-max");
+    }
+    const full = await embed({ model: "bert-mean-norm", input: "x" });
+    for (const dimensions of [0, null]) {
+      const r = await embed({ model: "bert-mean-norm", input: "x", dimensions });
+      expect(r.status).toBe(200);
+      expect(r.json.data[0].embedding).toEqual(full.json.data[0].embedding);
+    }
   });
 });
 
@@ -171,13 +199,13 @@ describe("bad inputs get a clear 4xx in the one error shape", () => {
     ["missing input", { model: "bert-mean-norm" }, 400, "input"],
     ["too many inputs", { model: "bert-mean-norm", input: Array(65).fill("x") }, 400, "at most 64"],
     ["string past the character cap", { model: "bert-mean-norm", input: "x".repeat(5001) }, 400, "5000"],
-    ["dimensions zero", { model: "bert-mean-norm", input: "x", dimensions: 0 }, 400, "dimensions"],
+    ["dimensions negative", { model: "bert-mean-norm", input: "x", dimensions: -2 }, 400, "dimensions"],
     ["dimensions too large", { model: "bert-mean-norm", input: "x", dimensions: 33 }, 400, "dimensions"],
     ["dimensions not an integer", { model: "bert-mean-norm", input: "x", dimensions: 2.5 }, 400, "dimensions"],
     ["bad encoding_format", { model: "bert-mean-norm", input: "x", encoding_format: "hex" }, 400, "encoding_format"],
     ["unknown model", { model: "gpt-4", input: "x" }, 400, "not served"],
     ["unknown prompt_name", { model: "bert-mean-norm", input: "x", prompt_name: "nope" }, 400, "prompt_name"],
-    ["token id outside the vocabulary", { model: "bert-mean-norm", input: [[1, 2, 999999]] }, 400, "vocabulary"],
+    ["token id outside cl100k_base", { model: "bert-mean-norm", input: [[1, 2, 999999]] }, 400, "cl100k_base"],
     ["negative token id", { model: "bert-mean-norm", input: [-1] }, 400, "vocabulary"],
     ["image modality on a text model", { model: "bert-mean-norm", input: "x", modality: "image" }, 400, "modality"],
   ];

@@ -143,7 +143,8 @@ describe("request fields input_type and normalize", () => {
     const bad = await embed({ model: "qwen3-embed", input: "x", input_type: "questions" });
     expect(bad.status).toBe(400);
     expect(bad.json.error.message).toContain("search_query");
-    const ids = await embed({ model: "qwen3-embed", input: [5, 6, 7], input_type: "query" });
+    // Token ids of the model's own vocabulary (TEI's /embed; /embeddings reads integers as OpenAI's cl100k_base ids).
+    const ids = await postJson(`${url}/embed`, { model: "qwen3-embed", inputs: [5, 6, 7], input_type: "query" });
     expect([ids.status, ids.json.error.param]).toEqual([400, "input_type"]);
     const norm = await embed({ model: "qwen3-embed", input: "x", normalize: "yes" });
     expect(norm.status).toBe(400);

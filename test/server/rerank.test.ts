@@ -125,7 +125,6 @@ describe("rerank bad inputs", () => {
     ["top_n negative", { query: "q", documents: ["a"], top_n: -3, model: "bert-rerank" }, "top_n"],
     // An embedder reranks by cosine (test/server/similarity-rerank.test.ts); an instruction is for LLM rerankers only.
     ["instruction to an embedder", { query: "q", documents: ["a"], model: "bert-mean-norm", instruction: "x" }, "instruction"],
-    ["no model named with several served", { query: "q", documents: ["a"] }, "bert-rerank"],
   ];
   for (const [name, body, needle] of cases) {
     test(name, async () => {
@@ -134,6 +133,12 @@ describe("rerank bad inputs", () => {
       expect(r.json.error.message).toContain(needle);
     });
   }
+});
+
+test("no model named with several served: the one reranker serves it", async () => {
+  const r = await postJson(`${url}/rerank`, { query: "q", documents: ["a"] });
+  expect(r.status).toBe(200);
+  expect(r.json.model).toBe("bert-rerank");
 });
 
 test("a string where the documents list belongs is a 400, not a list of characters", async () => {

@@ -1,33 +1,34 @@
-// POST /classify (Infinity shape): every label with its score, per input.
+// POST /classify (Infinity shape): every label with its score, per input. An adapter over the classify job.
 
-import type { ServedModel } from "../../engine/registry";
-import { labelScores } from "../../tasks/classify";
-import { inputKey, VECTOR_CODEC } from "../../cache/cache";
-import { cacheHeader, responseMeta, router, timingHeaders, usageOfCounts, type ServerContext } from "../context";
+import { responseMeta, router, type ServerContext } from "../context";
+import { reportHeaders, runClassify } from "../jobs";
 import { ClassifyRequest } from "../schemas";
-import { checkTexts } from "../validate";
+import { servedName } from "./served";
+import { truncationOf } from "./tei-shapes";
 
-type ClassifyModel = Extract<ServedModel, { task: "classify" }>;
-
-export function classifyRoutes(ctx: ServerContext) {
+export function classifyRoutes(ctx: ServerContext, fixedModel?: string) {
   return router().post(
     "/classify",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = (await ctx.registry.lookup(body.model, "classify")) as ClassifyModel;
-      const texts = checkTexts(body.input, "input", ctx.config);
-      const keys = texts.map((t) => inputKey(model.cacheScope, "text", "", t));
-      const { results, tokens, queueMs, inferenceMs, hits } = await ctx.cache.through(model.name, keys, VECTOR_CODEC, async (missing) => {
-        const encoded = await model.encode(missing.map((i) => texts[i]!));
-        return { ...(await model.engine.submit(encoded, request.signal)), tokens: encoded.map((e) => e.ids.length) };
-      });
-      cacheHeader(set, ctx, hits);
-      timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+      const single = typeof body.input === "string";
+      const out = await runClassify(
+        ctx,
+        {
+          model: servedName(fixedModel, body.model),
+          inputs: single ? [body.input as string] : (body.input as string[]),
+          field: { name: "input", single },
+          truncation: truncationOf(body.truncate, body.truncation_direction),
+          rawScores: body.raw_scores === true,
+        },
+        request.signal,
+      );
+      reportHeaders(ctx, set, t0, out);
       return {
         object: "classify" as const,
-        data: results.map((logits) => labelScores(logits, model.layout.labels, body.raw_scores === true)),
-        model: model.name,
-        usage: usageOfCounts(tokens),
+        data: out.scores,
+        model: out.model.name,
+        usage: out.usage,
         ...responseMeta("classify"),
       };
     },

@@ -2,9 +2,16 @@
 
 import type { TSchema } from "@sinclair/typebox";
 import { router, type ServerContext } from "../context";
+import { t } from "elysia";
 import {
-  ClassifyRequest, ClassifyResponse, EmbeddingsRequest, EmbeddingsResponse, EmbedSparseRequest, EmbedSparseResponse, ErrorResponse, ModelsResponse, RerankRequest, RerankResponse,
+  ClassifyRequest, ClassifyResponse, CohereEmbedRequest, CohereEmbedResponse, EmbeddingsRequest, EmbeddingsResponse, EmbedSparseRequest, EmbedSparseResponse,
+  ErrorResponse, HfInferenceRequest, ModelsResponse, RerankRequest, RerankResponse, TeiDecodeRequest, TeiDecodeResponse, TeiEmbedRequest, TeiEmbedResponse,
+  TeiInfoResponse, TeiPredictRequest, TeiPredictResponse, TeiRerankRequest, TeiRerankResponse, TeiSimilarityRequest, TeiSimilarityResponse, TeiTokenizeRequest,
+  TeiTokenizeResponse, VoyageRerankResponse,
 } from "../schemas";
+
+import { VERSION as API_VERSION } from "../../version";
+export { API_VERSION };
 
 /** TypeBox schemas are JSON Schema; strip TypeBox's symbol keys and the custom error texts. */
 function jsonSchema(schema: TSchema): unknown {
@@ -31,17 +38,31 @@ export function openApiDocument(ctx: ServerContext): Record<string, unknown> {
   for (const base of [p, `${p}/v1`].filter((b, i, all) => all.indexOf(b) === i && !(i === 1 && p.endsWith("/v1")))) {
     paths[`${base}/embeddings`] = post("Create embeddings (OpenAI-compatible)", EmbeddingsRequest, EmbeddingsResponse);
     paths[`${base}/embed_sparse`] = post("Sparse embeddings (TEI-compatible)", EmbedSparseRequest, EmbedSparseResponse);
-    paths[`${base}/rerank`] = post("Rerank documents against a query (Cohere-compatible)", RerankRequest, RerankResponse);
+    paths[`${base}/rerank`] = post(
+      "Rerank: Cohere/Infinity shape (documents), Voyage (top_k: answer in data), TEI (texts: answer [{index, score, text?}])",
+      t.Union([RerankRequest, TeiRerankRequest]),
+      t.Union([RerankResponse, VoyageRerankResponse, TeiRerankResponse]),
+    );
+    paths[`${base}/embed`] = post("Embed texts (TEI)", TeiEmbedRequest, TeiEmbedResponse);
+    paths[`${base}/predict`] = post("Classify texts or pairs (TEI)", TeiPredictRequest, TeiPredictResponse);
+    paths[`${base}/similarity`] = post("Cosine similarity of a source sentence to sentences (TEI)", TeiSimilarityRequest, TeiSimilarityResponse);
+    paths[`${base}/tokenize`] = post("Tokenize (TEI)", TeiTokenizeRequest, TeiTokenizeResponse);
+    paths[`${base}/decode`] = post("Decode token ids (TEI)", TeiDecodeRequest, TeiDecodeResponse);
+    paths[`${base}/info`] = {
+      get: { summary: "Model info (TEI); ?model= picks a model", responses: { "200": { description: "info", content: { "application/json": { schema: jsonSchema(TeiInfoResponse) } } } } },
+    };
+    paths[`${base}/`] = post("HF Inference shape {inputs, parameters}, dispatched on the model's task (also /models/{served-name})", HfInferenceRequest, t.Unknown());
     paths[`${base}/classify`] = post("Classify texts", ClassifyRequest, ClassifyResponse);
     paths[`${base}/models`] = {
       get: { summary: "List served models", responses: { "200": { description: "models", content: { "application/json": { schema: jsonSchema(ModelsResponse) } } } } },
     };
   }
+  paths[`${p}/v2/embed`] = post("Embed texts (Cohere v2): float, int8, uint8, binary, ubinary, base64", CohereEmbedRequest, CohereEmbedResponse);
   paths["/health"] = { get: { summary: "Readiness: 200 when every model is ready, 503 otherwise", responses: { "200": { description: "ready" }, "503": { description: "loading, broken or stopping" } } } };
   paths["/metrics"] = { get: { summary: "Prometheus metrics", responses: { "200": { description: "text exposition format" } } } };
   return {
     openapi: "3.0.3",
-    info: { title: "infinity", version: "0.1.0", description: "Embedding, reranking and classification server for HuggingFace models" },
+    info: { title: "infinity", version: API_VERSION, description: "Embedding, reranking and classification server for HuggingFace models" },
     paths,
     components: {
       schemas: { Error: jsonSchema(ErrorResponse) },

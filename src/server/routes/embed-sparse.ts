@@ -7,12 +7,12 @@ import { encodeInputs, sparseEmbeddings } from "./embeddings";
 
 type SparseModel = Extract<ServedModel, { task: "sparse" }>;
 
-export function embedSparseRoutes(ctx: ServerContext) {
+export function embedSparseRoutes(ctx: ServerContext, fixedModel?: string) {
   return router().post(
     "/embed_sparse",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = (await ctx.registry.lookup(body.model, "embed_sparse")) as SparseModel;
+      const model = (await ctx.registry.lookup(fixedModel ?? body.model ?? undefined, "embed_sparse")) as SparseModel;
       const encoded = await encodeInputs(model, body.inputs, { promptName: body.prompt_name }, "inputs", ctx);
       const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);

@@ -1,16 +1,23 @@
-// POST /embeddings (OpenAI schema).
+// POST /embeddings (OpenAI schema): text goes through the embed job (jobs.ts); image/audio inputs to the model's
+// media tower; sparse models answer {indices, values}. Integer inputs are OpenAI token ids (cl100k_base): decoded,
+// then tokenized by the model, as OpenAI clients mean them.
 
 import { InvalidInput, InvalidMedia, TooManyVectors } from "../../errors";
 import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
-import { finishEmbedding, promptFor, toBase64, type PromptRequest } from "../../tasks/embed";
+import { finishEmbedding, promptFor, type PromptRequest } from "../../tasks/embed";
+import { encodeVector, bytesBase64, type VectorType } from "../../tasks/quantize";
+import { decodeOpenAiTokens } from "../../tokenize/openai-ids";
 import { checkPruning, pruneSparse, sparseDot, type SparsePruning } from "../../tasks/sparse";
 import { colbertInput, colbertKind, maxSim, type InputType } from "../../tasks/multivector";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
 import { cacheHeader, responseMeta, router, timingHeaders, usageOf, usageOfCounts, type ServerContext } from "../context";
-import { EmbeddingsRequest } from "../schemas";
+import { checkDimensions, reportHeaders, runEmbed } from "../jobs";
+import { EmbeddingsRequest, ENCODING_FORMATS } from "../schemas";
+import { servedName } from "./served";
+import { truncationOf } from "./tei-shapes";
 import { checkCount, checkTexts } from "../validate";
 
 type EmbedModel = Extract<ServedModel, { task: "embed" }>;
@@ -95,13 +102,6 @@ export function encodeInputs(model: TextEmbedModel, input: unknown, promptReques
   return inputs.encode(inputs.keys.map((_, i) => i));
 }
 
-/** Sparse vectors of a request's inputs, pruned as asked. */
-export async function sparseEmbeddings(model: Extract<ServedModel, { task: "sparse" }>, encoded: Encoded[], pruning: SparsePruning, signal: AbortSignal) {
-  checkPruning(pruning);
-  const out = await model.engine.submit(encoded, signal);
-  return { ...out, results: out.results.map((v) => pruneSparse(v, pruning)) };
-}
-
 /** Multi-vector (ColBERT) embeddings of tokenized texts as queries or documents; usage counts real tokens. */
 export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: Encoded[], kind: InputType, signal: AbortSignal, maxVectors: number) {
   const inputs = encoded.map((e) => colbertInput(e, kind, model.colbert.layout, model.colbert.tokens));
@@ -158,30 +158,56 @@ export function matrixRows(data: Float32Array, rows: number, dim: number): numbe
   return out;
 }
 
-export function embeddingsRoutes(ctx: ServerContext) {
+/** encoding_format: float / base64 (float32), int8 / uint8 / binary / ubinary, and base64_<type> of those. */
+export function parseEncodingFormat(format: string | undefined): { type: VectorType; base64: boolean } {
+  const f = format ?? "float";
+  if (!(ENCODING_FORMATS as readonly string[]).includes(f)) {
+    throw new InvalidInput(`\`encoding_format\` must be one of ${ENCODING_FORMATS.join(", ")}, got "${f}"`, "encoding_format");
+  }
+  if (f === "base64") return { type: "float", base64: true };
+  if (f.startsWith("base64_")) return { type: f.slice(7) as VectorType, base64: true };
+  return { type: f as VectorType, base64: false };
+}
+
+/** Sparse vectors of a request's inputs, pruned as asked. */
+export async function sparseEmbeddings(model: Extract<ServedModel, { task: "sparse" }>, encoded: Encoded[], pruning: SparsePruning, signal: AbortSignal) {
+  checkPruning(pruning);
+  const out = await model.engine.submit(encoded, signal);
+  return { ...out, results: out.results.map((v) => pruneSparse(v, pruning)) };
+}
+
+export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
   return router().post(
     "/embeddings",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = (await ctx.registry.lookup(body.model, "embed")) as TextEmbedModel;
+      const name = servedName(fixedModel, body.model);
+      const model = (await ctx.registry.lookup(name, "embed")) as TextEmbedModel;
       const tower = towerFor(model, body.modality ?? "text");
+      let input: unknown = body.input;
+      if (!tower && Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
+        // OpenAI clients (LangChain's OpenAIEmbeddings by default) send cl100k_base token ids: decode them to text.
+        const seqs = typeof input[0] === "number" ? [input as number[]] : (input as number[][]);
+        checkCount(seqs.length, "input", ctx.config);
+        const texts = decodeOpenAiTokens(seqs, "input");
+        input = typeof input[0] === "number" ? texts[0]! : texts;
+      }
       const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type };
-      const base64 = body.encoding_format === "base64";
       if (model.task === "multivector") {
         if (tower) throw new InvalidInput(`model "${model.name}" embeds text only`, "modality");
-        if (body.dimensions !== undefined) throw new InvalidInput("dimensions does not apply to a multi-vector model", "dimensions");
-        if (Array.isArray(body.input) && body.input.length > 0 && typeof body.input[0] !== "string") {
-          throw new InvalidInput("token-id input is not supported by multi-vector models: send text", "input");
+        if (body.dimensions) throw new InvalidInput("dimensions does not apply to a multi-vector model", "dimensions");
+        if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {
+          throw new InvalidInput("a multi-vector model answers float or base64 only", "encoding_format");
         }
         const kind = colbertKind(body.input_type);
-        const encoded = await encodeInputs(model, body.input, promptRequest, "input", ctx);
+        const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
         const { results, usage, queueMs, inferenceMs } = await multiVectorEmbeddings(model, encoded, kind, request.signal, ctx.config.maxVectorsPerRequest);
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
         return {
           object: "list" as const,
           data: results.map((m, index) =>
-            base64
-              ? { object: "embedding" as const, embedding: toBase64(m.data), shape: [m.rows, m.dim], index }
+            body.encoding_format === "base64"
+              ? { object: "embedding" as const, embedding: bytesBase64(m.data), shape: [m.rows, m.dim], index }
               : { object: "embedding" as const, embedding: matrixRows(m.data, m.rows, m.dim), index },
           ),
           model: model.name,
@@ -190,8 +216,8 @@ export function embeddingsRoutes(ctx: ServerContext) {
         };
       }
       if (model.task === "sparse") {
-        if (body.dimensions !== undefined) throw new InvalidInput("dimensions does not apply to a sparse model", "dimensions");
-        const encoded = await encodeInputs(model, body.input, promptRequest, "input", ctx);
+        if (body.dimensions) throw new InvalidInput("dimensions does not apply to a sparse model", "dimensions");
+        const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
         const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
         return {
@@ -203,47 +229,45 @@ export function embeddingsRoutes(ctx: ServerContext) {
           ...responseMeta("embd"),
         };
       }
-      const hidden = model.layout.hiddenSize;
-      if (body.dimensions !== undefined && (body.dimensions < 1 || (hidden !== null && body.dimensions > hidden))) {
-        throw new InvalidInput(`dimensions must be between 1 and ${hidden ?? "the model's dimension"}, got ${body.dimensions}`, "dimensions");
-      }
-      const reply = (results: Float32Array[], usage: { prompt_tokens: number; total_tokens: number }, queueMs: number, inferenceMs: number) => {
-        const data = results.map((vec, index) => {
-          const v = finishEmbedding(vec, body.dimensions, body.normalize !== false);
-          return { object: "embedding" as const, embedding: base64 ? toBase64(v) : Array.from(v), index };
-        });
-        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
-        return {
-          object: "list" as const,
-          data,
-          model: model.name,
-          usage,
-          ...responseMeta("embd"),
-        };
-      };
-      const input = body.input;
-      // Each input goes through the result cache; only the missing ones are prepared and run.
-      const run = async <I>(keys: string[], prepare: (missing: number[]) => Promise<{ inputs: I[]; tokens: number[] }>, engine: { submit(inputs: I[], signal: AbortSignal): Promise<EngineResult<Float32Array>> }) => {
-        const out = await ctx.cache.through(model.name, keys, VECTOR_CODEC, async (missing) => {
-          const { inputs, tokens } = await prepare(missing);
-          return { ...(await engine.submit(inputs, request.signal)), tokens };
-        });
-        cacheHeader(set, ctx, out.hits);
-        return reply(out.results, usageOfCounts(out.tokens), out.queueMs, out.inferenceMs);
-      };
+      const format = parseEncodingFormat(body.encoding_format);
+      const reply = (vectors: Float32Array[], usage: { prompt_tokens: number; total_tokens: number }) => ({
+        object: "list" as const,
+        data: vectors.map((v, index) => ({ object: "embedding" as const, embedding: encodeVector(v, format.type, format.base64), index })),
+        model: model.name,
+        usage,
+        ...responseMeta("embd"),
+      });
       if (tower) {
         if (body.prompt_name !== undefined) throw new InvalidInput(`prompt_name applies to text only, not to modality ${tower.modality}`, "prompt_name");
         if (body.input_type !== undefined) throw new InvalidInput(`input_type applies to text only, not to modality ${tower.modality}`, "input_type");
+        const dimensions = checkDimensions(model, body.dimensions, "dimensions");
         const files = await mediaFiles(input, tower.modality, ctx, request.signal);
-        // Media usage counts inputs: there are no tokens to bill.
+        // Media usage counts inputs: there are no tokens to bill. Each input goes through the result cache.
         const keys = files.map((f) => inputKey(model.cacheScope, tower.modality, f));
-        return run(keys, async (missing) => ({ inputs: await tower.prepare(missing.map((i) => files[i]!)), tokens: missing.map(() => 1) }), tower.engine);
+        const out = await ctx.cache.through(model.name, keys, VECTOR_CODEC, async (missing) => {
+          const inputs = await tower.prepare(missing.map((i) => files[i]!));
+          return { ...(await tower.engine.submit(inputs, request.signal)), tokens: missing.map(() => 1) };
+        });
+        cacheHeader(set, ctx, out.hits);
+        timingHeaders(set, out.queueMs, out.inferenceMs, performance.now() - t0);
+        return reply(out.results.map((v) => finishEmbedding(v, dimensions, body.normalize !== false)), usageOfCounts(out.tokens));
       }
-      const texts = textInputs(model, input, promptRequest, "input", ctx);
-      return run(texts.keys, async (missing) => {
-        const inputs = await texts.encode(missing);
-        return { inputs, tokens: inputs.map((e) => e.ids.length) };
-      }, model.engine);
+      const out = await runEmbed(
+        ctx,
+        {
+          model: model.name,
+          inputs: { texts: input as string | string[] },
+          field: { name: "input", single: typeof input === "string" },
+          promptName: body.prompt_name,
+          inputType: body.input_type,
+          truncation: truncationOf(body.truncate, body.truncation_direction),
+          dimensions: body.dimensions,
+          normalize: body.normalize !== false,
+        },
+        request.signal,
+      );
+      reportHeaders(ctx, set, t0, out);
+      return reply(out.vectors, out.usage);
     },
     {
       body: EmbeddingsRequest,

@@ -1,71 +1,96 @@
-// POST /rerank (Cohere / Infinity shape).
+// POST /rerank: one path, three shapes, told apart by the body. `documents`: Cohere / Infinity (answer `results`),
+// or Voyage when it sends `top_k` (answer `data`); `texts`: TEI (answer [{index, score, text?}]). Each is an adapter
+// over the rerank job (jobs.ts).
 
+import type { Static } from "@sinclair/typebox";
 import { InvalidInput } from "../../errors";
-import type { ServedModel } from "../../engine/registry";
-import { rankResults } from "../../tasks/rerank";
-import { inputKey, SCORE_CODEC } from "../../cache/cache";
-import { cacheHeader, responseMeta, router, timingHeaders, usageOfCounts, type ServerContext } from "../context";
-import { RerankRequest } from "../schemas";
-import { similarityScores } from "./embeddings";
-import { checkCount, checkText } from "../validate";
+import { responseMeta, router, type ServerContext } from "../context";
+import { reportHeaders, runRerank, TRUNCATE_RIGHT, type Truncation } from "../jobs";
+import { RerankRequest, TeiRerankRequest } from "../schemas";
+import { checkShape } from "../validate-shape";
+import { servedName } from "./served";
+import { truncationOf } from "./tei-shapes";
 
-type RerankModel = Extract<ServedModel, { task: "rerank" }>;
+/** TEI's rerank: [{index, score, text?}] best first. Also POST / for a reranker (tei.ts). */
+export async function teiRerank(
+  ctx: ServerContext,
+  tei: Static<typeof TeiRerankRequest>,
+  name: string | undefined,
+  signal: AbortSignal,
+  set: { headers: Record<string, string | number> },
+) {
+  const t0 = performance.now();
+  const out = await runRerank(
+    ctx,
+    {
+      model: name,
+      query: tei.query,
+      documents: tei.texts,
+      field: "texts",
+      truncation: truncationOf(tei.truncate, tei.truncation_direction),
+      rawScores: tei.raw_scores === true,
+    },
+    signal,
+  );
+  reportHeaders(ctx, set, t0, out);
+  return out.ranked.map((r) => ({ index: r.index, score: r.score, ...(tei.return_text ? { text: tei.texts[r.index]! } : {}) }));
+}
 
-export function rerankRoutes(ctx: ServerContext) {
+const SHAPES = "a rerank body is Cohere/Infinity-shaped {query, documents, top_n} or TEI-shaped {query, texts}";
+
+export function rerankRoutes(ctx: ServerContext, fixedModel?: string) {
   return router().post(
     "/rerank",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const served = await ctx.registry.lookup(body.model, "rerank");
-      checkText(body.query, "query", ctx.config);
-      if (body.documents.length === 0) throw new InvalidInput("`documents` must not be an empty list", "documents");
-      checkCount(body.documents.length, "documents", ctx.config);
-      const docs = body.documents.map((d, i) => {
-        const text = typeof d === "string" ? d : d.text;
-        checkText(text, `documents[${i}]`, ctx.config);
-        return text;
-      });
-      if (body.top_n !== undefined && body.top_n < 1) throw new InvalidInput(`\`top_n\` must be at least 1, got ${body.top_n}`, "top_n");
-      const reply = (scores: number[], raw: boolean, tokens: number[], queueMs: number, inferenceMs: number) => {
-        const ranked = rankResults(scores, body.top_n, raw);
-        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+      const b = body as Record<string, unknown> | null;
+      if (typeof b !== "object" || b === null || Array.isArray(b)) throw new InvalidInput(`the body must be a JSON object; ${SHAPES}`);
+      if (b.documents === undefined && b.texts !== undefined) {
+        return teiRerank(ctx, checkShape(TeiRerankRequest, b, "TEI shape {query, texts}"), servedName(fixedModel, b.model as string | undefined), request.signal, set);
+      }
+      if (b.documents === undefined) throw new InvalidInput(`\`documents\` or \`texts\` is required: ${SHAPES}`, "documents");
+      const req = checkShape(RerankRequest, b, "Cohere/Infinity shape {query, documents}");
+      const docs = req.documents.map((d) => (typeof d === "string" ? d : d.text));
+      const voyage = req.top_k !== undefined && req.top_k !== null;
+      const truncation: Truncation = { ...TRUNCATE_RIGHT, truncate: (req.truncate ?? req.truncation) !== false };
+      const out = await runRerank(
+        ctx,
+        {
+          model: servedName(fixedModel, req.model),
+          query: req.query,
+          documents: docs,
+          field: "documents",
+          truncation,
+          topN: voyage ? req.top_k! : (req.top_n ?? undefined),
+          topNParam: voyage ? "top_k" : "top_n",
+          rawScores: req.raw_scores === true,
+          instruction: req.instruction,
+        },
+        request.signal,
+      );
+      reportHeaders(ctx, set, t0, out);
+      if (voyage) {
+        // Voyage returns documents as plain strings, and only when asked (return_documents defaults to false).
         return {
-          object: "rerank" as const,
-          results: ranked.map((r) => ({
-            relevance_score: r.score,
-            index: r.index,
-            ...(body.return_documents ? { document: { text: docs[r.index]! } } : {}),
-          })),
-          model: served.name,
-          usage: usageOfCounts(tokens),
-          ...responseMeta("rerank"),
-          meta: { billed_units: { search_units: 1 } },
+          object: "list" as const,
+          data: out.ranked.map((r) => ({ relevance_score: r.score, index: r.index, ...(req.return_documents ? { document: docs[r.index]! } : {}) })),
+          model: out.model.name,
+          usage: { total_tokens: out.usage.total_tokens },
         };
+      }
+      return {
+        object: "rerank" as const,
+        results: out.ranked.map((r) => ({
+          relevance_score: r.score,
+          index: r.index,
+          ...(req.return_documents ? { document: { text: docs[r.index]! } } : {}),
+        })),
+        model: out.model.name,
+        usage: out.usage,
+        ...responseMeta("rerank"),
+        meta: { billed_units: { search_units: 1 } },
       };
-      if (served.task !== "rerank") {
-        // An embedding model ranks by similarity (cosine, sparse dot product, MaxSim): raw scores, no sigmoid.
-        if (served.task === "classify") throw new InvalidInput(`model "${served.name}" is a classifier`, "model");
-        if (body.instruction !== undefined) throw new InvalidInput("`instruction` applies to LLM rerankers (Qwen3-Reranker) only", "instruction");
-        const { scores, tokens, queueMs, inferenceMs } = await similarityScores(served, body.query, docs, ctx, request.signal);
-        return reply(scores, true, tokens, queueMs, inferenceMs);
-      }
-      const model: RerankModel = served;
-      // Cached per (query, document) pair: a repeated query over unchanged documents runs only the new ones.
-      if (body.instruction !== undefined && !model.layout.rerankTemplate) {
-        throw new InvalidInput("`instruction` applies to LLM rerankers (Qwen3-Reranker) only; this model is a cross-encoder", "instruction");
-      }
-      const options = body.instruction !== undefined ? { instruction: body.instruction } : undefined;
-      const keys = docs.map((d) => (options ? inputKey(model.cacheScope, "pair+instruction", options.instruction, body.query, d) : inputKey(model.cacheScope, "pair", body.query, d)));
-      const { results, tokens, queueMs, inferenceMs, hits } = await ctx.cache.through(model.name, keys, SCORE_CODEC, async (missing) => {
-        const encoded = await model.encode(missing.map((i) => docs[i]!), missing.map(() => body.query), options);
-        return { ...(await model.engine.submit(encoded, request.signal)), tokens: encoded.map((e) => e.ids.length) };
-      });
-      cacheHeader(set, ctx, hits);
-      return reply(results, body.raw_scores === true, tokens, queueMs, inferenceMs);
     },
-    {
-      body: RerankRequest,
-      detail: { summary: "Rerank documents against a query (Cohere-compatible)", tags: ["rerank"] },
-    },
+    { detail: { summary: "Rerank texts against a query (Cohere, Voyage and TEI shapes)", tags: ["rerank"] } },
   );
 }

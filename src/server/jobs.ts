@@ -1,0 +1,295 @@
+// The internal requests every API shape parses into, one per job: embed, rerank, classify. The adapters in
+// routes/ (OpenAI, Cohere, TEI, HF Inference, Voyage) turn their JSON into these and format the results back;
+// model lookup, input checks, prompts, truncation, the result cache and the engine call happen here, once.
+import { inputKey, SCORE_CODEC, VECTOR_CODEC, type Codec } from "../cache/cache";
+import type { Capability, ServedModel } from "../engine/registry";
+import { CapabilityMismatch, InputTooLong, InvalidInput } from "../errors";
+import { labelScores, type LabelScore } from "../tasks/classify";
+import { finishEmbedding, promptFor } from "../tasks/embed";
+import { rankResults, type RerankItem } from "../tasks/rerank";
+import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
+import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";
+import { checkCount, checkText, checkTexts } from "./validate";
+import { similarityScores } from "./routes/embeddings";
+
+export type EmbedModel = Extract<ServedModel, { task: "embed" }>;
+export type RerankModel = Extract<ServedModel, { task: "rerank" }>;
+export type ClassifyModel = Extract<ServedModel, { task: "classify" }>;
+
+/** What to do with an input longer than the model takes. */
+export interface Truncation {
+  /** false: refuse it with a 413 that names the input and its token count. */
+  truncate: boolean;
+  direction: TruncationDirection;
+}
+export const TRUNCATE_RIGHT: Truncation = { truncate: true, direction: "right" };
+
+export interface Usage {
+  prompt_tokens: number;
+  total_tokens: number;
+}
+
+/** What every job reports besides its results. */
+export interface JobReport {
+  usage: Usage;
+  queueMs: number;
+  inferenceMs: number;
+  /** Indices of the inputs cut to the model's length (among those computed: cache hits are not re-tokenized). */
+  truncated: number[];
+  /** Inputs the result cache answered. */
+  hits: number;
+}
+
+/** Where the inputs came from in the request, for error messages: `input`, `input[3]`. */
+export interface InputField {
+  name: string;
+  /** A single value rather than a list: errors name the field itself. */
+  single: boolean;
+}
+
+const paramOf = (f: InputField, i: number) => (f.single ? f.name : `${f.name}[${i}]`);
+
+type Headers = { headers: Record<string, string | number> };
+
+/**
+ * The headers every inference response carries: timings, x-cache-hits (with a cache), and x-truncated-inputs:
+ * the indices of the inputs cut to the model's length, comma-separated, when any were.
+ */
+export function reportHeaders(ctx: ServerContext, set: Headers, t0: number, out: JobReport): void {
+  timingHeaders(set, out.queueMs, out.inferenceMs, performance.now() - t0);
+  cacheHeader(set, ctx, out.hits);
+  if (out.truncated.length) set.headers["x-truncated-inputs"] = out.truncated.join(",");
+}
+
+export function lookupModel(ctx: ServerContext, name: string | undefined, capability: Capability): Promise<ServedModel> {
+  return ctx.registry.lookup(name, capability);
+}
+
+/** With truncate false, the first input that does not fit is a 413 naming it and its token count. */
+function refuseTooLong(model: ServedModel, encoded: readonly Encoded[], field: InputField): void {
+  const i = encoded.findIndex(wasTruncated);
+  if (i < 0) return;
+  const param = paramOf(field, i);
+  throw new InputTooLong(
+    `\`${param}\` has ${encoded[i]!.fullLength} tokens; model "${model.name}" takes at most ${model.layout.maxLength} (allow truncation to have it cut)`,
+    param,
+  );
+}
+
+/**
+ * Runs a job's inputs through the result cache and the engine. With truncate false every input is tokenized first
+ * (exactly), so a too-long one is refused even when an earlier, truncated result is cached.
+ */
+async function cachedRun<R>(
+  ctx: ServerContext,
+  model: ServedModel,
+  keys: string[],
+  codec: Codec<R>,
+  encode: (indices: number[], options: EncodeOptions) => Promise<Encoded[]>,
+  t: Truncation,
+  field: InputField,
+  signal: AbortSignal,
+): Promise<{ results: R[]; report: JobReport }> {
+  const all = keys.map((_, i) => i);
+  let pre: Encoded[] | null = null;
+  if (!t.truncate) {
+    pre = await encode(all, { direction: t.direction, exactLengths: true });
+    refuseTooLong(model, pre, field);
+  }
+  const truncated: number[] = [];
+  const engine = model.engine as unknown as { submit(inputs: Encoded[], signal: AbortSignal): Promise<{ results: R[]; queueMs: number; inferenceMs: number }> };
+  const out = await ctx.cache.through(model.name, keys, codec, async (missing) => {
+    const inputs = pre ? missing.map((i) => pre[i]!) : await encode(missing, { direction: t.direction });
+    inputs.forEach((e, k) => wasTruncated(e) && truncated.push(missing[k]!));
+    return { ...(await engine.submit(inputs, signal)), tokens: inputs.map((e) => e.ids.length) };
+  });
+  if (truncated.length) ctx.metrics.truncated.inc({ model: model.name }, truncated.length);
+  truncated.sort((a, b) => a - b);
+  return { results: out.results, report: { usage: usageOfCounts(out.tokens), queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated, hits: out.hits } };
+}
+
+/** Checks a Matryoshka size: 0, null or absent means the model's full size. */
+export function checkDimensions(model: ServedModel, dimensions: number | null | undefined, param: string): number | undefined {
+  if (dimensions === undefined || dimensions === null || dimensions === 0) return undefined;
+  const hidden = model.layout.hiddenSize;
+  if (!Number.isInteger(dimensions) || dimensions < 1 || (hidden !== null && dimensions > hidden)) {
+    throw new InvalidInput(`\`${param}\` must be between 1 and ${hidden ?? "the model's dimension"}, got ${dimensions}`, param);
+  }
+  return dimensions;
+}
+
+export interface EmbedJob {
+  model: string | undefined;
+  /** Texts, or token-id sequences of the model's own vocabulary. */
+  inputs: { texts: string | string[] } | { ids: number[][] };
+  field: InputField;
+  promptName?: string;
+  /** query / document / search_query / ...: picks the model's prompt for that kind of input (tasks/embed.ts). */
+  inputType?: string;
+  truncation: Truncation;
+  /** Matryoshka size; 0/null/absent: full size. */
+  dimensions?: number | null;
+  dimensionsParam?: string;
+  /** L2-normalise (default); false returns the pooled vector as the model computed it. */
+  normalize?: boolean;
+}
+
+export interface EmbedOutcome extends JobReport {
+  model: EmbedModel;
+  vectors: Float32Array[];
+}
+
+/** Token-id inputs of the model's own vocabulary: checked, fed as given, cut to the model's length. */
+function idInputs(ids: number[][], model: ServedModel, field: InputField, ctx: ServerContext): (options: EncodeOptions) => Encoded[] {
+  if (ids.length === 0) throw new InvalidInput(`\`${field.name}\` must not be an empty list`, field.name);
+  checkCount(ids.length, field.name, ctx.config);
+  const vocab = model.encoder.vocabSize;
+  ids.forEach((seq, i) => {
+    const param = paramOf(field, i);
+    if (!Array.isArray(seq) || seq.length === 0) throw new InvalidInput(`\`${param}\` is an empty token list`, field.name);
+    for (const id of seq) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocab) {
+        throw new InvalidInput(`\`${param}\` has token id ${id}, outside the model's vocabulary (0..${vocab - 1})`, field.name);
+      }
+    }
+  });
+  const max = model.layout.maxLength;
+  return (options) =>
+    ids.map((seq) => {
+      if (seq.length <= max) return { ids: Int32Array.from(seq), typeIds: null };
+      const kept = options.direction === "left" ? seq.slice(seq.length - max) : seq.slice(0, max);
+      return { ids: Int32Array.from(kept), typeIds: null, fullLength: seq.length };
+    });
+}
+
+export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortSignal): Promise<EmbedOutcome> {
+  const found = await lookupModel(ctx, job.model, "embed");
+  if (found.task !== "embed") {
+    throw new CapabilityMismatch(`model "${found.name}" is a ${found.task} model: its vectors are served by /embeddings (and /embed_sparse for sparse models), not this route`, "model");
+  }
+  const model = found;
+  const dimensions = checkDimensions(model, job.dimensions, job.dimensionsParam ?? "dimensions");
+  const left = job.truncation.direction === "left" ? "-left" : "";
+  let keys: string[];
+  let encode: (indices: number[], options: EncodeOptions) => Promise<Encoded[]>;
+  if ("ids" in job.inputs) {
+    if (job.promptName !== undefined || job.inputType !== undefined) {
+      const param = job.promptName !== undefined ? "prompt_name" : "input_type";
+      throw new InvalidInput(`${param} cannot be used with token-id input`, param);
+    }
+    const cut = idInputs(job.inputs.ids, model, job.field, ctx);
+    keys = job.inputs.ids.map((seq) => inputKey(model.cacheScope, "ids" + left, new Uint8Array(Int32Array.from(seq).buffer)));
+    encode = async (indices, options) => {
+      const all = cut(options);
+      return indices.map((i) => all[i]!);
+    };
+  } else {
+    const texts = checkTexts(job.inputs.texts, job.field.name, ctx.config);
+    const prompt = promptFor(model.layout.prompts, model.layout.defaultPromptName, { promptName: job.promptName, inputType: job.inputType });
+    keys = texts.map((t) => inputKey(model.cacheScope, "text" + left, prompt, t));
+    encode = (indices, options) => model.encode(indices.map((i) => prompt + texts[i]!), undefined, options);
+  }
+  const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal);
+  const vectors = results.map((v) => finishEmbedding(v, dimensions, job.normalize ?? true));
+  return { model, vectors, ...report };
+}
+
+export interface RerankJob {
+  model: string | undefined;
+  query: string;
+  documents: string[];
+  /** The request field holding the documents (`documents`, `texts`). */
+  field: string;
+  truncation: Truncation;
+  topN?: number;
+  topNParam?: string;
+  /** Logits instead of sigmoid scores. */
+  rawScores: boolean;
+  /** LLM rerankers (Qwen3-Reranker): the task instruction in their prompt. */
+  instruction?: string;
+}
+
+export interface RerankOutcome extends JobReport {
+  /** A reranker, or an embedding model ranking by similarity. */
+  model: ServedModel;
+  ranked: RerankItem[];
+}
+
+export async function runRerank(ctx: ServerContext, job: RerankJob, signal: AbortSignal): Promise<RerankOutcome> {
+  const served = await lookupModel(ctx, job.model, "rerank");
+  checkText(job.query, "query", ctx.config);
+  if (job.documents.length === 0) throw new InvalidInput(`\`${job.field}\` must not be an empty list`, job.field);
+  checkCount(job.documents.length, job.field, ctx.config);
+  job.documents.forEach((d, i) => checkText(d, `${job.field}[${i}]`, ctx.config));
+  if (job.topN !== undefined && job.topN < 1) {
+    const p = job.topNParam ?? "top_n";
+    throw new InvalidInput(`\`${p}\` must be at least 1, got ${job.topN}`, p);
+  }
+  // Cached per (query, document) pair: a repeated query over unchanged documents runs only the new ones. Pairs are
+  // cut longest-first, so the direction does not apply.
+  if (served.task !== "rerank") {
+    // An embedding model ranks by similarity (cosine, sparse dot product, MaxSim): raw scores, no sigmoid.
+    if (served.task === "classify") throw new InvalidInput(`model "${served.name}" is a classifier`, "model");
+    if (job.instruction !== undefined) throw new InvalidInput("`instruction` applies to LLM rerankers (Qwen3-Reranker) only", "instruction");
+    const out = await similarityScores(served, job.query, job.documents, ctx, signal);
+    const report = { usage: usageOfCounts(out.tokens), queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated: [], hits: 0 };
+    return { model: served, ranked: rankResults(out.scores, job.topN, true), ...report };
+  }
+  const model: RerankModel = served;
+  if (job.instruction !== undefined && !model.layout.rerankTemplate) {
+    throw new InvalidInput("`instruction` applies to LLM rerankers (Qwen3-Reranker) only; this model is a cross-encoder", "instruction");
+  }
+  const instruction = job.instruction;
+  const keys = job.documents.map((d) =>
+    instruction !== undefined ? inputKey(model.cacheScope, "pair+instruction", instruction, job.query, d) : inputKey(model.cacheScope, "pair", job.query, d),
+  );
+  const docs = job.documents;
+  const encode = (indices: number[], options: EncodeOptions) =>
+    model.encode(indices.map((i) => docs[i]!), indices.map(() => job.query), { exactLengths: options.exactLengths, ...(instruction !== undefined ? { instruction } : {}) });
+  const { results, report } = await cachedRun(ctx, model, keys, SCORE_CODEC, encode, job.truncation, { name: job.field, single: false }, signal);
+  return { model, ranked: rankResults(results, job.topN, job.rawScores), ...report };
+}
+
+export interface ClassifyJob {
+  model: string | undefined;
+  /** Texts, or [first, second] pairs (sequence-pair classifiers). */
+  inputs: Array<string | [string, string]>;
+  field: InputField;
+  truncation: Truncation;
+  rawScores: boolean;
+}
+
+export interface ClassifyOutcome extends JobReport {
+  model: ClassifyModel;
+  scores: LabelScore[][];
+}
+
+export async function runClassify(ctx: ServerContext, job: ClassifyJob, signal: AbortSignal): Promise<ClassifyOutcome> {
+  const model = (await lookupModel(ctx, job.model, "classify")) as ClassifyModel;
+  if (job.inputs.length === 0) throw new InvalidInput(`\`${job.field.name}\` must not be an empty list`, job.field.name);
+  checkCount(job.inputs.length, job.field.name, ctx.config);
+  job.inputs.forEach((x, i) => {
+    const param = paramOf(job.field, i);
+    if (Array.isArray(x)) x.forEach((t, j) => checkText(t, `${param}[${j}]`, ctx.config));
+    else checkText(x, param, ctx.config);
+  });
+  const left = job.truncation.direction === "left" ? "-left" : "";
+  const keys = job.inputs.map((x) => (Array.isArray(x) ? inputKey(model.cacheScope, "pair", x[0], x[1]) : inputKey(model.cacheScope, "text" + left, "", x)));
+  const encode = async (indices: number[], options: EncodeOptions): Promise<Encoded[]> => {
+    // A batch may mix single texts and pairs: encode each kind apart and put them back in order.
+    const singles = indices.filter((i) => !Array.isArray(job.inputs[i]));
+    const pairs = indices.filter((i) => Array.isArray(job.inputs[i]));
+    const [a, b] = await Promise.all([
+      singles.length ? model.encode(singles.map((i) => job.inputs[i] as string), undefined, options) : [],
+      pairs.length
+        ? model.encode(pairs.map((i) => (job.inputs[i] as [string, string])[1]), pairs.map((i) => (job.inputs[i] as [string, string])[0]), { exactLengths: options.exactLengths })
+        : [],
+    ]);
+    const byIndex = new Map<number, Encoded>();
+    singles.forEach((i, k) => byIndex.set(i, a[k]!));
+    pairs.forEach((i, k) => byIndex.set(i, b[k]!));
+    return indices.map((i) => byIndex.get(i)!);
+  };
+  const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal);
+  return { model, scores: results.map((logits) => labelScores(logits, model.layout.labels, job.rawScores)), ...report };
+}

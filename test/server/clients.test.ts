@@ -1,0 +1,123 @@
+// Real client packages from npm against a live server on 127.0.0.1, each used as its docs say, with results compared
+// to the fixtures' reference outputs (sentence-transformers / transformers), not just "no error": openai,
+// cohere-ai (v1 rerank, v2 rerank, v2 embed with every embedding type), @huggingface/inference (endpoint(url):
+// featureExtraction, textClassification), @langchain/openai, ai with @ai-sdk/openai-compatible and @ai-sdk/cohere.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createCohere } from "@ai-sdk/cohere";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { InferenceClient } from "@huggingface/inference";
+import { OpenAIEmbeddings } from "@langchain/openai";
+import { embedMany, rerank } from "ai";
+import { CohereClient, CohereClientV2 } from "cohere-ai";
+import OpenAI from "openai";
+import type { RunningServer } from "../../src/server/serve";
+import { fixture, l2, maxAbsDiff, reference, startTestServer } from "../helpers";
+
+let server: RunningServer;
+let url: string;
+let emb: { cases: Array<{ text: string; embedding: number[] }> };
+let rr: { cases: Array<{ query: string; document: string; score: number }> };
+let cls: { id2label: Record<string, string>; cases: Array<{ text: string; probabilities: number[] }> };
+
+beforeAll(async () => {
+  server = await startTestServer({
+    "model-id": [fixture("bert-mean-norm"), fixture("bert-rerank"), fixture("bert-classify")],
+    "served-model-name": ["bge", "reranker", "classifier"],
+    "api-key": "sk-test",
+  });
+  url = server.url;
+  [emb, rr, cls] = await Promise.all([reference("bert-mean-norm"), reference("bert-rerank"), reference("bert-classify")]);
+});
+afterAll(async () => {
+  await server.shutdown();
+});
+
+const texts = () => emb.cases.slice(0, 4).map((c) => c.text);
+const expectVectors = (got: ArrayLike<number>[], from = 0) =>
+  got.forEach((v, i) => expect(maxAbsDiff(Array.from(v), l2(emb.cases[from + i]!.embedding))).toBeLessThanOrEqual(1e-4));
+/** The reference cases of the first query, with their sigmoid scores. */
+const rerankCase = () => {
+  const q = rr.cases[0]!.query;
+  const cases = rr.cases.filter((c) => c.query === q);
+  return { query: q, documents: cases.map((c) => c.document), scores: cases.map((c) => c.score) };
+};
+
+describe("OpenAI-shaped clients", () => {
+  test("openai: embeddings.create, float and base64 (the SDK's default decodes base64)", async () => {
+    const client = new OpenAI({ apiKey: "sk-test", baseURL: `${url}/v1` });
+    const res = await client.embeddings.create({ model: "bge", input: texts() });
+    expectVectors(res.data.map((d) => d.embedding));
+    const f = await client.embeddings.create({ model: "bge", input: texts(), encoding_format: "float" });
+    expectVectors(f.data.map((d) => d.embedding));
+  });
+
+  test("@langchain/openai OpenAIEmbeddings: embedDocuments and embedQuery", async () => {
+    const lc = new OpenAIEmbeddings({ model: "bge", apiKey: "sk-test", configuration: { baseURL: `${url}/v1` } });
+    expectVectors(await lc.embedDocuments(texts()));
+    expectVectors([await lc.embedQuery(texts()[0]!)]);
+  });
+
+  test("ai + @ai-sdk/openai-compatible embedMany", async () => {
+    const provider = createOpenAICompatible({ name: "infinity", baseURL: `${url}/v1`, apiKey: "sk-test" });
+    const { embeddings } = await embedMany({ model: provider.textEmbeddingModel("bge"), values: texts() });
+    expectVectors(embeddings);
+  });
+});
+
+describe("Cohere clients", () => {
+  test("cohere-ai v1 rerank and v2 rerank: the reference's scores, best first", async () => {
+    const { query, documents, scores } = rerankCase();
+    const v1 = await new CohereClient({ token: "sk-test", environment: url }).rerank({ model: "reranker", query, documents });
+    const v2 = await new CohereClientV2({ token: "sk-test", environment: url }).rerank({ model: "reranker", query, documents, topN: 2 });
+    for (const r of v1.results) expect(r.relevanceScore).toBeCloseTo(scores[r.index]!, 4);
+    expect(v1.results.map((r) => r.index)).toEqual([...scores.keys()].sort((a, b) => scores[b]! - scores[a]!));
+    expect(v2.results).toHaveLength(2);
+    expect(v2.results[0]!.index).toBe(v1.results[0]!.index);
+  });
+
+  test("cohere-ai v2 embed with every embedding type", async () => {
+    const q = await reference("quantize");
+    const client = new CohereClientV2({ token: "sk-test", environment: url });
+    const res = await client.embed({
+      model: "bge",
+      texts: q.texts.slice(0, 5),
+      inputType: "search_document",
+      embeddingTypes: ["float", "int8", "uint8", "binary", "ubinary", "base64"],
+    });
+    const e = res.embeddings;
+    e.float!.forEach((v, i) => expect(maxAbsDiff(v, q.float[i])).toBeLessThanOrEqual(1e-4));
+    expect(e.binary).toEqual(q.binary.slice(0, 5));
+    expect(e.ubinary).toEqual(q.ubinary.slice(0, 5));
+    e.int8!.forEach((v, i) => expect(maxAbsDiff(v, q.int8[i])).toBeLessThanOrEqual(1));
+    e.uint8!.forEach((v, i) => expect(maxAbsDiff(v, q.uint8[i])).toBeLessThanOrEqual(1));
+    expect(e.base64).toHaveLength(5);
+  });
+
+  test("ai rerank through @ai-sdk/cohere (/v2/rerank)", async () => {
+    const { query, documents, scores } = rerankCase();
+    const cohere = createCohere({ apiKey: "sk-test", baseURL: `${url}/v2` });
+    const { ranking } = await rerank({ model: cohere.reranking("reranker"), query, documents, topN: 2 });
+    expect(ranking).toHaveLength(2);
+    for (const r of ranking) expect(r.score).toBeCloseTo(scores[r.originalIndex]!, 4);
+  });
+});
+
+describe("@huggingface/inference against endpoint(url)", () => {
+  test("featureExtraction on /models/{name}: the reference vector", async () => {
+    const hf = new InferenceClient("sk-test").endpoint(`${url}/models/bge`);
+    const out = (await hf.featureExtraction({ inputs: texts()[0]! })) as number[] | number[][];
+    const v = Array.isArray(out[0]) ? (out as number[][])[0]! : (out as number[]);
+    expectVectors([v]);
+  });
+
+  test("textClassification on /models/{name}: labels with the reference's probabilities", async () => {
+    const hf = new InferenceClient("sk-test").endpoint(`${url}/models/classifier`);
+    const c = cls.cases[0]!;
+    const out = await hf.textClassification({ inputs: c.text });
+    expect(out.length).toBe(Object.keys(cls.id2label).length);
+    for (const p of out) {
+      const idx = Object.values(cls.id2label).indexOf(p.label);
+      expect(p.score).toBeCloseTo(c.probabilities[idx]!, 4);
+    }
+  });
+});
