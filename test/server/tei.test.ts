@@ -202,7 +202,7 @@ describe("HF Inference POST / and /models/{served-name}/...", () => {
     expect((await postJson(`${url}/models/bge/embeddings`, { input: "x" })).status).toBe(200);
     expect((await postJson(`${url}/models/reranker/rerank`, { query: "q", documents: ["d"] })).status).toBe(200);
     expect((await postJson(`${url}/models/classifier/classify`, { input: "x" })).status).toBe(200);
-    const wrong = await postJson(`${url}/models/bge/rerank`, { query: "q", texts: ["d"] });
+    const wrong = await postJson(`${url}/models/bge/predict`, { inputs: "d" });
     expect(wrong.status).toBe(400);
     expect(wrong.json.error.message).toContain("/embeddings");
   });
@@ -210,7 +210,7 @@ describe("HF Inference POST / and /models/{served-name}/...", () => {
   test("/embed_sparse answers 400 naming what is served", async () => {
     const r = await postJson(`${url}/embed_sparse`, { inputs: "x" });
     expect(r.status).toBe(400);
-    expect(r.json.error.message).toContain("bge (/embeddings)");
+    expect(r.json.error.message).toContain("bge (/embeddings");
   });
 });
 
