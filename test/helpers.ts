@@ -66,19 +66,6 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-/**
- * tokenizers 0.23 (which made the rerank reference) splits an odd budget between two over-long pair members
- * differently from tokenizers <= 0.22 and TEI, whose longest-first rule the server follows. A reference case is
- * such a split when both members were cut and the two parts' lengths differ by one from the classic split.
- * Tests use this to hold every other case to exact parity and to pin the one known difference.
- */
-export function isOddSplitCase(c: { input_ids: number[]; token_type_ids: number[] }, ours: { ids: Int32Array; typeIds: Int32Array | null }): boolean {
-  const count = (a: ArrayLike<number>, v: number) => Array.from(a).filter((x) => x === v).length;
-  const refFirst = count(c.token_type_ids, 0);
-  const ourFirst = count(ours.typeIds!, 0);
-  return c.input_ids.length === ours.ids.length && Math.abs(refFirst - ourFirst) === 1;
-}
-
 /** A 1x1 PNG whose header claims width x height (CRC fixed), as a decompression bomb presents itself. */
 export function hugeHeaderPng(width: number, height: number): Uint8Array {
   const png = new Uint8Array(Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC", "base64"));
