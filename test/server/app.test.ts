@@ -100,6 +100,14 @@ describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () =
     expect(doc.paths["/api/rerank"].post.security).toEqual([{ bearer: [] }]);
     const html = await (await fetch(`${s.url}/docs`)).text();
     expect(html).toContain("openapi.json");
+    // Offline: the page loads only this server's own files (the viewer ships inside the server).
+    const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.filter((r) => /^(https?:)?\/\//.test(r))).toEqual([]);
+    for (const ref of refs) {
+      const res = await fetch(new URL(ref, `${s.url}/docs`));
+      expect(res.status).toBe(200);
+      expect((await res.text()).length).toBeGreaterThan(ref.endsWith(".js") ? 100_000 : 0);
+    }
   });
 });
 

@@ -71,18 +71,26 @@ export function openApiDocument(ctx: ServerContext): Record<string, unknown> {
   };
 }
 
+// The viewer ships inside the server (and the compiled binary): swagger-ui-dist's files are imported as text, so
+// /docs works on hosts without internet access. No request leaves the host.
+import swaggerBundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "text" };
+import swaggerCss from "swagger-ui-dist/swagger-ui.css" with { type: "text" };
+
 const DOCS_HTML = `<!doctype html>
 <html><head><meta charset="utf-8"><title>infinity API</title>
-<link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
+<link rel="stylesheet" href="docs/swagger-ui.css"></head>
 <body><div id="ui"></div>
-<script src="https://unpkg.com/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script src="docs/swagger-ui-bundle.js"></script>
 <script>SwaggerUIBundle({ url: "openapi.json", dom_id: "#ui" });</script>
 <noscript>The interactive docs need JavaScript; the raw document is at <a href="openapi.json">openapi.json</a>.</noscript>
 </body></html>`;
 
 export function docsRoutes(ctx: ServerContext) {
   const doc = JSON.stringify(openApiDocument(ctx));
+  const asset = (body: string, type: string) => () => new Response(body, { headers: { "content-type": type, "cache-control": "public, max-age=86400" } });
   return router()
     .get("/openapi.json", () => new Response(doc, { headers: { "content-type": "application/json" } }))
-    .get("/docs", () => new Response(DOCS_HTML, { headers: { "content-type": "text/html; charset=utf-8" } }));
+    .get("/docs", () => new Response(DOCS_HTML, { headers: { "content-type": "text/html; charset=utf-8" } }))
+    .get("/docs/swagger-ui.css", asset(swaggerCss, "text/css; charset=utf-8"))
+    .get("/docs/swagger-ui-bundle.js", asset(swaggerBundle, "text/javascript; charset=utf-8"));
 }
