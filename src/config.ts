@@ -21,6 +21,8 @@ export interface ModelConfig {
   memoryBudgetMb: number;
   /** Seconds a batch may run before its inference worker counts as hung and is replaced (0: never). */
   inferenceTimeoutSeconds: number;
+  /** Run overhead in tokens for the batcher; 0: calibrated at warm-up (the built-in constant without warm-up). */
+  runOverheadTokens: number;
   /** Load at startup, or on the first request for it. */
   load: LoadPolicy;
   /** Unload after this many seconds without requests (0: never). */
@@ -149,6 +151,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "cap on a model's activation memory per batch; lowers the batch token budget to fit" },
   { name: "inference-timeout", kind: "int", perModel: true, repeatable: true, default: 120, defaultLabel: "120 (0 = never)",
     help: "seconds one batch may run before the model's inference worker counts as hung: it is replaced and the batch retried once (503 when that fails too)" },
+  { name: "run-overhead-tokens", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = calibrate at warm-up",
+    help: "what one run costs beyond its tokens, in tokens: a batch of n inputs may carry (n - 1) x this many padding tokens; 0 measures it at warm-up (24 with --no-model-warmup)" },
   { name: "load", kind: "enum", perModel: true, repeatable: true, default: "startup", choices: LOAD_POLICIES,
     help: "when the model is loaded: at startup, or on the first request for it (requests wait, up to --model-load-timeout)" },
   { name: "idle-unload-seconds", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = never",
@@ -371,6 +375,7 @@ export function buildConfig(src: Sources): ServerConfig {
   const maxQueue = perModel("max-queue-size");
   const memory = perModel("memory-budget-mb");
   const inferenceTimeout = perModel("inference-timeout");
+  const runOverhead = perModel("run-overhead-tokens");
   const load = perModel("load");
   const idleUnload = perModel("idle-unload-seconds");
 
@@ -381,6 +386,7 @@ export function buildConfig(src: Sources): ServerConfig {
     if (bs < 1) throw new ConfigError(`--batch-size must be at least 1 (model ${modelId})`);
     if ((maxQueue[i] as number) < 1) throw new ConfigError(`--max-queue-size must be at least 1 (model ${modelId})`);
     if ((inferenceTimeout[i] as number) < 0) throw new ConfigError(`--inference-timeout must be 0 (never) or a number of seconds (model ${modelId})`);
+    if ((runOverhead[i] as number) < 0) throw new ConfigError(`--run-overhead-tokens must be 0 (calibrate) or a number of tokens (model ${modelId})`);
     return {
       modelId,
       servedModelName: (names[i] as string | null) ?? defaultServedName(modelId),
@@ -395,6 +401,7 @@ export function buildConfig(src: Sources): ServerConfig {
       maxQueueSize: maxQueue[i] as number,
       memoryBudgetMb: memory[i] as number,
       inferenceTimeoutSeconds: inferenceTimeout[i] as number,
+      runOverheadTokens: runOverhead[i] as number,
       load: load[i] as LoadPolicy,
       idleUnloadSeconds: idleUnload[i] as number,
     };

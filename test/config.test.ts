@@ -22,6 +22,16 @@ describe("flags", () => {
     expect(m.modelWarmup).toBe(true);
     expect(m.numThreads).toBe(2);
     expect(m.inferenceTimeoutSeconds).toBe(120);
+    expect(m.runOverheadTokens).toBe(0);
+  });
+
+  test("--run-overhead-tokens: per model, env and file, 0 = calibrate, negative is refused", () => {
+    const c = build(["--model-id", "a/x", "--model-id", "b/y", "--run-overhead-tokens", "0", "--run-overhead-tokens", "40"]);
+    expect(c.models.map((m) => m.runOverheadTokens)).toEqual([0, 40]);
+    expect(build(["--model-id", "a/x"], { INFINITY_RUN_OVERHEAD_TOKENS: "12" }).models[0]!.runOverheadTokens).toBe(12);
+    const file = buildConfig({ flags: new Map(), env: {}, file: { models: [{ "model-id": "a/x", "run-overhead-tokens": 30 }] }, cpuCount: 2 });
+    expect(file.models[0]!.runOverheadTokens).toBe(30);
+    expect(() => build(["--model-id", "a/x", "--run-overhead-tokens", "-1"])).toThrow(/--run-overhead-tokens/);
   });
 
   test("--inference-timeout: per model, 0 turns the hang check off, negative is refused", () => {

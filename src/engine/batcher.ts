@@ -36,6 +36,47 @@ export const DEFAULT_MAX_PADDING = 0.05;
  */
 export const DEFAULT_RUN_OVERHEAD_TOKENS = 24;
 
+/** The range a calibrated run overhead is clamped to (a noisy fit must not stop or force batching). */
+export const RUN_OVERHEAD_RANGE: readonly [number, number] = [4, 256];
+
+/** One timed single-row run: its padded tokens and milliseconds. */
+export interface RunTiming {
+  tokens: number;
+  ms: number;
+}
+
+export interface RunOverheadFit {
+  /** Fixed cost of a run (ms), the intercept a of ms = a + c x tokens. */
+  fixedMs: number;
+  /** Cost per token (ms), the slope c. */
+  msPerToken: number;
+  /** a / c, rounded and clamped to RUN_OVERHEAD_RANGE. */
+  tokens: number;
+}
+
+/**
+ * Least-squares fit of ms = a + c x tokens over timed single-row runs; the run overhead is a / c tokens. null when
+ * the timings cannot say (fewer than two distinct lengths, or no positive cost per token).
+ */
+export function fitRunOverhead(samples: readonly RunTiming[]): RunOverheadFit | null {
+  const n = samples.length;
+  if (n < 2) return null;
+  const mx = samples.reduce((s, x) => s + x.tokens, 0) / n;
+  const my = samples.reduce((s, x) => s + x.ms, 0) / n;
+  let sxx = 0;
+  let sxy = 0;
+  for (const x of samples) {
+    sxx += (x.tokens - mx) ** 2;
+    sxy += (x.tokens - mx) * (x.ms - my);
+  }
+  if (sxx === 0) return null;
+  const c = sxy / sxx;
+  if (!(c > 0)) return null;
+  const a = my - c * mx;
+  const [lo, hi] = RUN_OVERHEAD_RANGE;
+  return { fixedMs: a, msPerToken: c, tokens: Math.min(hi, Math.max(lo, Math.round(a / c))) };
+}
+
 export function windowFor(maxBatchSize: number): number {
   return Math.max(4 * maxBatchSize, 64);
 }

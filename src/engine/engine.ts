@@ -15,6 +15,8 @@ export interface EngineLimits {
   maxBatchSize: number;
   maxBatchTokens: number;
   maxQueueSize: number;
+  /** What one run costs beyond its tokens, in tokens (DEFAULT_RUN_OVERHEAD_TOKENS when not given). */
+  runOverheadTokens?: number;
 }
 
 /** The runner side of an engine: a session (or a fake in tests) and how to read its outputs. */
@@ -141,6 +143,11 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     this.limits = { ...this.limits, maxBatchTokens: Math.max(1, Math.floor(tokens)) };
   }
 
+  /** Sets the run overhead the batcher weighs padding against (warm-up calibration). */
+  setRunOverheadTokens(tokens: number): void {
+    this.limits = { ...this.limits, runOverheadTokens: Math.max(0, Math.round(tokens)) };
+  }
+
   /** Queues already tokenized inputs; resolves with one result per input, in order. */
   submit(encoded: readonly I[], signal?: AbortSignal): Promise<EngineResult<R>> {
     if (this.state === "stopped") return Promise.reject(new Unavailable(`model ${this.name} is shutting down`));
@@ -181,7 +188,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
       maxBatchTokens: this.limits.maxBatchTokens,
       window: windowFor(this.limits.maxBatchSize),
       maxPadding: DEFAULT_MAX_PADDING,
-      runOverheadTokens: DEFAULT_RUN_OVERHEAD_TOKENS,
+      runOverheadTokens: this.limits.runOverheadTokens ?? DEFAULT_RUN_OVERHEAD_TOKENS,
     });
     const items = this.queue.take(indices);
     const { tensors, padded } = this.input.assemble(items.map((i) => i.enc));

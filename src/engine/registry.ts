@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
 import { log } from "../log";
+import { DEFAULT_RUN_OVERHEAD_TOKENS, fitRunOverhead, type RunTiming } from "./batcher";
 import type { Metrics } from "../metrics";
 import { readLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
 import type { MediaPool } from "../media/pool";
@@ -63,6 +64,8 @@ interface Base {
   memoryBytes: number;
   /** Tokens per second measured during warm-up (0 when warm-up is off). */
   warmupTokensPerSecond: number;
+  /** Where the text engine's run overhead came from: --run-overhead-tokens, warm-up timing, or the constant. */
+  runOverheadSource: "flag" | "calibrated" | "default";
   /** Resident memory the session took when created (weights, graph). */
   sessionBytes: number;
   /** Activation memory per padded token: measured by warm-up, at least the architecture's estimate. */
@@ -411,6 +414,7 @@ export class Registry {
       max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
       memory_mb: Math.round(m.memoryBytes / 1048576),
       warmup_tokens_per_s: m.warmupTokensPerSecond ? Math.round(m.warmupTokensPerSecond) : undefined,
+      run_overhead_tokens: `${m.engine.batchLimits.runOverheadTokens} (${m.runOverheadSource})`,
     });
     return m;
   }
@@ -470,7 +474,7 @@ export class Registry {
     // want large batches. An input longer than the budget runs alone (selectBatch), so the budget is not raised to
     // the model's max length: a long-context model keeps small batches for its short inputs.
     const maxBatchTokens = c.maxBatchTokens || (session.provider === "cpu" ? CPU_BATCH_TOKENS : GPU_BATCH_TOKENS);
-    const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize };
+    const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize, runOverheadTokens: c.runOverheadTokens || DEFAULT_RUN_OVERHEAD_TOKENS };
     // The RSS growth can hide behind memory the process already had; the weights are resident at least.
     const sessionBytes = () => Math.max(process.memoryUsage().rss - rssBefore, layout.weightBytes);
     const tokenize = (texts: string[], firsts?: string[], options?: EncodeOptions): Promise<Encoded[]> => {
@@ -491,6 +495,7 @@ export class Registry {
       sessionBytes: 0,
       activationBytesPerToken: estimateActivationBytesPerToken(layout.configJson),
       warmupTokensPerSecond: 0,
+      runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
       encode: async (texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string }) => {
         if (template && firsts) {
           // Decoder rerankers: each pair as one text inside the template's prompt.
@@ -568,11 +573,15 @@ export class Registry {
   private async warmUp(m: ServedModel): Promise<void> {
     if (!m.config.modelWarmup) return;
     const rssBefore = process.memoryUsage().rss;
-    const text = "The quick brown fox jumps over the lazy dog. ".repeat(Math.ceil(m.layout.maxLength / 8));
+    const sentence = "The quick brown fox jumps over the lazy dog. ";
+    const text = sentence.repeat(Math.ceil(m.layout.maxLength / 8));
     const count = Math.max(1, Math.min(m.config.batchSize, Math.floor(m.engine.batchLimits.maxBatchTokens / m.layout.maxLength)));
     const texts = Array.from({ length: count }, () => text);
-    let encoded: { ids: ArrayLike<number> }[] = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
-    if (m.task === "multivector") encoded = (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens));
+    const encodeFor = async (texts: string[]) => {
+      const encoded: { ids: ArrayLike<number> }[] = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
+      return m.task === "multivector" ? (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens)) : encoded;
+    };
+    const encoded = await encodeFor(texts);
     // The engine is not started yet: run its runner directly through a temporary start.
     const engine = m.engine as unknown as Engine<unknown, unknown, unknown>;
     engine.start();
@@ -584,6 +593,34 @@ export class Registry {
     }
     const seconds = (performance.now() - t0) / 1000;
     m.warmupTokensPerSecond = tokens / seconds;
+    if (m.config.runOverheadTokens === 0) {
+      // Single-row runs at a few lengths within the token budget (never a batch past it: the arena would grow).
+      const sizes = [1, Math.ceil(m.layout.maxLength / 40), Math.ceil(m.layout.maxLength / 20), Math.ceil(m.layout.maxLength / 8)];
+      const rows = (await encodeFor(sizes.map((k) => sentence.repeat(k)))).filter((e) => e.ids.length <= m.engine.batchLimits.maxBatchTokens);
+      const timings: RunTiming[] = [];
+      for (const row of rows) {
+        let best = Infinity;
+        for (let i = 0; i < 3; i++) {
+          const t = performance.now();
+          await engine.submit([row]);
+          best = Math.min(best, performance.now() - t);
+        }
+        timings.push({ tokens: row.ids.length, ms: best });
+      }
+      const fit = fitRunOverhead(timings);
+      if (fit) {
+        m.engine.setRunOverheadTokens(fit.tokens);
+        m.runOverheadSource = "calibrated";
+      }
+      log.info("run overhead", {
+        model: m.name,
+        runs: timings.map((x) => `${x.tokens} tokens ${x.ms.toFixed(2)} ms`).join(", "),
+        fixed_ms: fit ? +fit.fixedMs.toFixed(2) : undefined,
+        ms_per_token: fit ? +fit.msPerToken.toFixed(4) : undefined,
+        tokens: m.engine.batchLimits.runOverheadTokens,
+        source: m.runOverheadSource,
+      });
+    }
     if (m.task === "embed" && m.media) {
       // One zero input through the media tower, so its first request does not pay for session initialisation.
       const tower = m.media;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { paddingOf, selectBatch, windowFor } from "../../src/engine/batcher";
+import { fitRunOverhead, paddingOf, RUN_OVERHEAD_RANGE, selectBatch, windowFor } from "../../src/engine/batcher";
 
 const q = (...lengths: number[]) => lengths.map((length) => ({ length }));
 // Padding cap 1 (off) and no run-overhead allowance unless a test sets them.
@@ -86,5 +86,36 @@ describe("selectBatch", () => {
   test("window grows with batch size", () => {
     expect(windowFor(8)).toBe(64);
     expect(windowFor(32)).toBe(128);
+  });
+});
+
+describe("fitRunOverhead", () => {
+  test("recovers a and c of ms = a + c x tokens; the overhead is a / c tokens", () => {
+    // 3 ms plus 0.11 ms per token: 27.3 tokens.
+    const fit = fitRunOverhead([16, 64, 128, 512].map((tokens) => ({ tokens, ms: 3 + 0.11 * tokens })))!;
+    expect(fit.fixedMs).toBeCloseTo(3, 9);
+    expect(fit.msPerToken).toBeCloseTo(0.11, 9);
+    expect(fit.tokens).toBe(27);
+  });
+
+  test("least squares over noisy timings", () => {
+    // Residuals +0.5, -0.5, -0.5, +0.5 around 10 + 0.1 x tokens cancel in the fit.
+    const fit = fitRunOverhead([{ tokens: 10, ms: 11.5 }, { tokens: 20, ms: 11.5 }, { tokens: 100, ms: 19.5 }, { tokens: 110, ms: 21.5 }])!;
+    expect(fit.msPerToken).toBeCloseTo(0.1, 9);
+    expect(fit.fixedMs).toBeCloseTo(10, 9);
+    expect(fit.tokens).toBe(100);
+  });
+
+  test("clamped to the sane range", () => {
+    const [lo, hi] = RUN_OVERHEAD_RANGE;
+    expect(fitRunOverhead([{ tokens: 10, ms: 100 }, { tokens: 500, ms: 101 }])!.tokens).toBe(hi);
+    expect(fitRunOverhead([{ tokens: 10, ms: 1 }, { tokens: 500, ms: 50 }])!.tokens).toBe(lo); // a <= 0
+  });
+
+  test("no answer from one length, a single sample, or no positive cost per token", () => {
+    expect(fitRunOverhead([])).toBeNull();
+    expect(fitRunOverhead([{ tokens: 64, ms: 5 }])).toBeNull();
+    expect(fitRunOverhead([{ tokens: 64, ms: 5 }, { tokens: 64, ms: 6 }])).toBeNull();
+    expect(fitRunOverhead([{ tokens: 16, ms: 9 }, { tokens: 512, ms: 8 }])).toBeNull();
   });
 });

@@ -28,6 +28,38 @@ describe("--dtype loads the hub's variant files", () => {
 });
 
 describe("device, pooling, warm-up, queue", () => {
+  test("--run-overhead-tokens: 0 calibrates at warm-up with single-row runs, a value skips that, no warm-up keeps 24", async () => {
+    const s = await startTestServer({
+      "model-id": [fixture("bert-mean-norm"), fixture("bert-mean-norm"), fixture("bert-mean-norm")],
+      "served-model-name": ["calibrated", "flag", "cold"],
+      "run-overhead-tokens": ["0", "40", "0"],
+      "model-warmup": ["true", "true", "false"],
+    });
+    try {
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ id: string; run_overhead_tokens: number; run_overhead_source: string }> };
+      const by = Object.fromEntries(models.data.map((m) => [m.id, m]));
+      expect([by.flag!.run_overhead_tokens, by.flag!.run_overhead_source]).toEqual([40, "flag"]);
+      expect([by.cold!.run_overhead_tokens, by.cold!.run_overhead_source]).toEqual([24, "default"]);
+      // A tiny model's per-token cost can drown in timing noise: then the fit gives no answer and the constant stays.
+      const cal = by.calibrated!;
+      if (cal.run_overhead_source === "calibrated") {
+        expect(cal.run_overhead_tokens).toBeGreaterThanOrEqual(4);
+        expect(cal.run_overhead_tokens).toBeLessThanOrEqual(256);
+      } else expect([cal.run_overhead_tokens, cal.run_overhead_source]).toEqual([24, "default"]);
+      // Same warm-up batches for both; calibration adds 3 single-row runs at each of its lengths (4 distinct here:
+      // the fixture's max length is 48, within the budget), all single-input batches.
+      const metrics = await (await fetch(`${s.url}/metrics`)).text();
+      const value = (series: string) => Number(metrics.split("\n").find((l) => l.startsWith(`${series} `))?.split(" ")[1] ?? -1);
+      const runs = (model: string) => value(`infinity_batch_size_count{model="${model}"}`);
+      const singles = (model: string) => value(`infinity_batch_size_bucket{model="${model}",le="1"}`);
+      expect(runs("calibrated") - runs("flag")).toBe(12);
+      expect(singles("calibrated") - singles("flag")).toBe(12);
+      expect(runs("cold")).toBe(-1);
+    } finally {
+      await s.shutdown();
+    }
+  });
+
   test("--device cuda on a machine without CUDA falls back to the CPU and keeps serving", async () => {
     expect(providerOrder("cuda")).toEqual(["cuda", "cpu"]);
     expect(providerOrder("auto", "linux", () => false)).toEqual(["cpu"]);

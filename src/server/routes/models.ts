@@ -28,6 +28,10 @@ function describe(e: ModelEntry) {
     labels: layout.labels,
     batch_size: m ? m.engine.batchLimits.maxBatchSize : e.config.batchSize,
     max_batch_tokens: m ? m.engine.batchLimits.maxBatchTokens : e.config.maxBatchTokens || null,
+    // What one run costs beyond its tokens, as the batcher uses it: from --run-overhead-tokens, measured at
+    // warm-up, or the built-in constant (no warm-up, or timings that could not be fitted).
+    run_overhead_tokens: m ? (m.engine.batchLimits.runOverheadTokens ?? null) : e.config.runOverheadTokens || null,
+    run_overhead_source: m ? m.runOverheadSource : null,
     // Measured at the last load (kept while unloaded, so the memory budget can plan the next load).
     memory_bytes: e.memoryBytes,
     state: e.state,
