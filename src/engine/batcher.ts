@@ -56,7 +56,8 @@ export interface RunOverheadFit {
 
 /**
  * Least-squares fit of ms = a + c x tokens over timed single-row runs; the run overhead is a / c tokens. null when
- * the timings cannot say (fewer than two distinct lengths, or no positive cost per token).
+ * the timings cannot say: fewer than two distinct lengths, no positive cost per token, or no positive fixed cost
+ * (a load spike during the longer runs tilts the line that way).
  */
 export function fitRunOverhead(samples: readonly RunTiming[]): RunOverheadFit | null {
   const n = samples.length;
@@ -73,6 +74,7 @@ export function fitRunOverhead(samples: readonly RunTiming[]): RunOverheadFit | 
   const c = sxy / sxx;
   if (!(c > 0)) return null;
   const a = my - c * mx;
+  if (!(a > 0)) return null;
   const [lo, hi] = RUN_OVERHEAD_RANGE;
   return { fixedMs: a, msPerToken: c, tokens: Math.min(hi, Math.max(lo, Math.round(a / c))) };
 }

@@ -109,13 +109,16 @@ describe("fitRunOverhead", () => {
   test("clamped to the sane range", () => {
     const [lo, hi] = RUN_OVERHEAD_RANGE;
     expect(fitRunOverhead([{ tokens: 10, ms: 100 }, { tokens: 500, ms: 101 }])!.tokens).toBe(hi);
-    expect(fitRunOverhead([{ tokens: 10, ms: 1 }, { tokens: 500, ms: 50 }])!.tokens).toBe(lo); // a <= 0
+    expect(fitRunOverhead([{ tokens: 10, ms: 1.1 }, { tokens: 500, ms: 50.1 }])!.tokens).toBe(lo); // 0.1 / 0.1 = 1
   });
 
-  test("no answer from one length, a single sample, or no positive cost per token", () => {
+  test("no answer from one length, a single sample, no positive cost per token, or no positive fixed cost", () => {
     expect(fitRunOverhead([])).toBeNull();
     expect(fitRunOverhead([{ tokens: 64, ms: 5 }])).toBeNull();
     expect(fitRunOverhead([{ tokens: 64, ms: 5 }, { tokens: 64, ms: 6 }])).toBeNull();
     expect(fitRunOverhead([{ tokens: 16, ms: 9 }, { tokens: 512, ms: 8 }])).toBeNull();
+    expect(fitRunOverhead([{ tokens: 10, ms: 1 }, { tokens: 500, ms: 50 }])).toBeNull(); // a = 0
+    // Timed during a load spike on the bench model: the line fits a = -1.3 ms.
+    expect(fitRunOverhead([{ tokens: 12, ms: 9.52 }, { tokens: 32, ms: 34.55 }, { tokens: 62, ms: 32.85 }, { tokens: 122, ms: 104.06 }])).toBeNull();
   });
 });

@@ -46,14 +46,14 @@ describe("device, pooling, warm-up, queue", () => {
         expect(cal.run_overhead_tokens).toBeGreaterThanOrEqual(4);
         expect(cal.run_overhead_tokens).toBeLessThanOrEqual(256);
       } else expect([cal.run_overhead_tokens, cal.run_overhead_source]).toEqual([24, "default"]);
-      // Same warm-up batches for both; calibration adds 3 single-row runs at each of its lengths (4 distinct here:
-      // the fixture's max length is 48, within the budget), all single-input batches.
+      // Same warm-up batches for both; calibration adds 5 single-row runs at each of its 4 lengths (all within the
+      // budget: the fixture's max length is 48), all single-input batches.
       const metrics = await (await fetch(`${s.url}/metrics`)).text();
       const value = (series: string) => Number(metrics.split("\n").find((l) => l.startsWith(`${series} `))?.split(" ")[1] ?? -1);
       const runs = (model: string) => value(`infinity_batch_size_count{model="${model}"}`);
       const singles = (model: string) => value(`infinity_batch_size_bucket{model="${model}",le="1"}`);
-      expect(runs("calibrated") - runs("flag")).toBe(12);
-      expect(singles("calibrated") - singles("flag")).toBe(12);
+      expect(runs("calibrated") - runs("flag")).toBe(20);
+      expect(singles("calibrated") - singles("flag")).toBe(20);
       expect(runs("cold")).toBe(-1);
     } finally {
       await s.shutdown();
