@@ -43,9 +43,10 @@ interface Prepared<R, I, T> {
 export type PaddingSide = "left" | "right";
 
 /** Pads a batch into flat tensors; decoder models (tokenizer_config padding_side "left") pad on the left. */
-export function buildTensors(encs: readonly Encoded[], padId: number, side: PaddingSide = "right"): BatchTensors {
+export function buildTensors(encs: readonly Encoded[], padId: number, side: PaddingSide = "right", fixedLength: number | null = null): BatchTensors {
   const batch = encs.length;
-  let seqLen = 1;
+  // A fixed-length text tower (SigLIP) is always fed its full length.
+  let seqLen = fixedLength ?? 1;
   for (const e of encs) if (e.ids.length > seqLen) seqLen = e.ids.length;
   const inputIds = new Int32Array(batch * seqLen);
   const attentionMask = new Int32Array(batch * seqLen);
@@ -63,11 +64,11 @@ export function buildTensors(encs: readonly Encoded[], padId: number, side: Padd
 }
 
 /** Text batches: token ids padded with the model's pad id, on the model's padding side. */
-export function tokenBatches(padId: number, side: PaddingSide = "right"): BatchInput<Encoded, BatchTensors> {
+export function tokenBatches(padId: number, side: PaddingSide = "right", fixedLength: number | null = null): BatchInput<Encoded, BatchTensors> {
   return {
-    lengthOf: (e) => e.ids.length,
+    lengthOf: (e) => fixedLength ?? e.ids.length,
     assemble(encs) {
-      const tensors = buildTensors(encs, padId, side);
+      const tensors = buildTensors(encs, padId, side, fixedLength);
       return { tensors, padded: tensors.batch * tensors.seqLen };
     },
   };

@@ -518,7 +518,7 @@ export class Registry {
       const inputName = image ? IMAGE_INPUT : AUDIO_INPUT;
       const shape = image ? imageInputShape(media) : audioInputShape(media);
       const mediaReader = image ? imageReader : audioReader;
-      const textReader = projectionReader("text_embeds");
+      const textReader = projectionReader(["text_embeds", "pooler_output"]);
       let mediaSession: ModelSession | null = null;
       let textRunner: Runner<Float32Array>;
       let towerRunner;
@@ -544,7 +544,7 @@ export class Registry {
         prepare: (files) => pool.process(mediaKey, files),
       };
       const bytes = sessionBytes();
-      return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, textRunner, padId, limits, this.metrics), media: tower };
+      return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, textRunner, tokenBatches(padId, layout.paddingSide, media.textLength), limits, this.metrics), media: tower };
     }
     const bytes = sessionBytes();
     const measured = { ...base, memoryBytes: bytes, sessionBytes: bytes };

@@ -51,6 +51,11 @@ export interface MediaLayout {
   preprocessor: Record<string, unknown>;
   /** Vision tower input size from config.json (fallback when the preprocessor config omits sizes). */
   imageSize: number | null;
+  /**
+   * SigLIP: the text tower reads a fixed-length sequence (its processor pads to max_length, 64) and pools the LAST
+   * position, so text is padded to this length; null for towers that take any length (CLIP, CLAP).
+   */
+  textLength: number | null;
 }
 /** A sentence-transformers Dense module after pooling, as its N_Dense/config.json describes it. */
 export interface DenseModule {
@@ -538,6 +543,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
       combined: towers.combined,
       preprocessor,
       imageSize: Number.isFinite(Number(vision.image_size)) ? Number(vision.image_size) : null,
+      textLength: /^siglip/.test(String(config.model_type ?? ""))
+        ? sane(tokenizerConfig.model_max_length) ?? sane((config.text_config as Record<string, unknown> | undefined)?.max_position_embeddings) ?? 64
+        : null,
     };
   } else {
     ({ file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype, dir));
@@ -595,8 +603,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const defaultPromptName = typeof stMeta?.default_prompt_name === "string" ? stMeta.default_prompt_name : null;
 
   // Multimodal towers output projections: their shared space has projection_dim dimensions.
+  const textConfig = (config.text_config ?? {}) as Record<string, unknown>;
   const hidden = media
-    ? Number(config.projection_dim ?? (config.text_config as Record<string, unknown> | undefined)?.projection_dim)
+    ? Number(config.projection_dim ?? textConfig.projection_dim ?? textConfig.projection_size ?? textConfig.hidden_size)
     : dense.length
       ? dense[dense.length - 1]!.outFeatures
       : Number(config.hidden_size ?? config.d_model ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);

@@ -131,12 +131,17 @@ export function toBase64(v: Float32Array): string {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
 }
 
-/** Projected embeddings a tower already pools (CLIP/CLAP text_embeds, image_embeds, audio_embeds): [batch, dim] rows. */
-export function projectionReader(output: string): TaskReader<Float32Array> {
+/**
+ * Embeddings a tower already pools: [batch, dim] rows of the first of `outputs` the model has (CLIP/CLAP
+ * text_embeds, image_embeds, audio_embeds; SigLIP's pooler_output).
+ */
+export function projectionReader(outputs: string | readonly string[]): TaskReader<Float32Array> {
+  const wanted = typeof outputs === "string" ? [outputs] : outputs;
   return {
     outputName(names) {
-      if (!names.includes(output)) throw new Error(`the ONNX model has no output "${output}" (it has ${names.join(", ")})`);
-      return output;
+      const found = wanted.find((o) => names.includes(o));
+      if (!found) throw new Error(`the ONNX model has no output ${wanted.map((o) => `"${o}"`).join(" or ")} (it has ${names.join(", ")})`);
+      return found;
     },
     read(out: OutputTensor) {
       const h = out.dims[out.dims.length - 1]!;

@@ -5,7 +5,7 @@ import { imageConfigFrom, pixelShape } from "../media/image";
 import { projectionReader } from "./embed";
 
 export const IMAGE_INPUT = "pixel_values";
-export const imageReader = projectionReader("image_embeds");
+export const imageReader = projectionReader(["image_embeds", "pooler_output"]);
 
 /** The per-input tensor shape the vision tower takes, from preprocessor_config.json. */
 export function imageInputShape(media: MediaLayout): number[] {

@@ -3,12 +3,12 @@
 // request and as concurrent requests of mixed lengths (so batches pad, on the model's padding side).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+import { fixture, fixtureBytes, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
 const QWEN = ["qwen3-embed", "qwen3-embed-qdrant"] as const;
 const DENSE = ["bert-dense", "gemma-embed"] as const;
 const RERANKERS = ["qwen3-rerank", "qwen3-rerank-seq-cls"] as const;
-const ENCODERS = ["modernbert-embed", "deberta-classify"] as const;
+const ENCODERS = ["modernbert-embed", "deberta-classify", "siglip"] as const;
 let server: RunningServer;
 let url: string;
 
@@ -219,5 +219,31 @@ describe("encoder families: ModernBERT, DeBERTa-v2", () => {
     const all = await postJson(`${url}/classify`, { model: "deberta-classify", input: ref.cases.map((c: Case) => c.text) });
     (ref.cases as Case[]).forEach((c, i) => check(all.json.data[i], c));
     expect(new Set(all.json.data.map((d: Array<{ label: string }>) => d[0]!.label)).size).toBe(2);
+  });
+});
+
+describe("SigLIP: text padded to the processor's fixed length, pooler_output of both towers", () => {
+  test("text alone and batched (every row fed 64 tokens); usage counts real tokens", async () => {
+    const ref = await reference("siglip");
+    type T = { text: string; input_ids: number[]; text_embeds: number[] };
+    for (const c of ref.text_cases as T[]) {
+      const { status, json } = await embed({ model: "siglip", input: c.text });
+      expect(status).toBe(200);
+      expect(maxAbsDiff(json.data[0].embedding, l2(c.text_embeds))).toBeLessThanOrEqual(1e-4);
+      expect(json.usage.prompt_tokens).toBe(c.input_ids.length);
+    }
+    const all = await embed({ model: "siglip", input: ref.text_cases.map((c: T) => c.text) });
+    (ref.text_cases as T[]).forEach((c, i) => expect(maxAbsDiff(all.json.data[i].embedding, l2(c.text_embeds))).toBeLessThanOrEqual(1e-4));
+  });
+
+  test("images through the vision tower's pooler_output", async () => {
+    const ref = await reference("siglip");
+    type I = { file: string; image_embeds: number[] };
+    const uris = await Promise.all(
+      (ref.image_cases as I[]).map(async (c) => `data:image/${c.file.endsWith(".png") ? "png" : "jpeg"};base64,${Buffer.from(await fixtureBytes(c.file)).toString("base64")}`),
+    );
+    const { status, json } = await embed({ model: "siglip", modality: "image", input: uris });
+    expect(status).toBe(200);
+    (ref.image_cases as I[]).forEach((c, i) => expect(maxAbsDiff(json.data[i].embedding, l2(c.image_embeds))).toBeLessThanOrEqual(1e-4));
   });
 });
