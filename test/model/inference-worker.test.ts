@@ -65,7 +65,8 @@ describe("ModelSession in an inference worker", () => {
   }
 
   test("a worker that hangs past the timeout is replaced; the batch is answered by the replacement", async () => {
-    await withSession(400, async (s, faults) => {
+    // 1 s: under a loaded CI machine the replacement's own creation and run must fit well inside the timeout.
+    await withSession(1000, async (s, faults) => {
       const name = s.outputNames[0]!;
       const want = await s.run(batch(5), name);
       s.injectFault("hang");
@@ -75,7 +76,7 @@ describe("ModelSession in an inference worker", () => {
       const t0 = performance.now();
       const got = await s.run(batch(5), name);
       clearInterval(timer);
-      expect(performance.now() - t0).toBeGreaterThanOrEqual(380);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(950);
       expect(ticks).toBeGreaterThanOrEqual(10);
       expect(Array.from(got.data)).toEqual(Array.from(want.data));
       expect(faults).toHaveLength(1);
