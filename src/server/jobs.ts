@@ -5,12 +5,13 @@ import { inputKey, SCORE_CODEC, VECTOR_CODEC, type Codec } from "../cache/cache"
 import type { Capability, ServedModel } from "../engine/registry";
 import { CapabilityMismatch, InputTooLong, InvalidInput } from "../errors";
 import { labelScores, type LabelScore } from "../tasks/classify";
-import { finishEmbedding, promptFor } from "../tasks/embed";
+import { finishEmbedding, promptFor, type PromptRequest } from "../tasks/embed";
+import { colbertInput, maxSim } from "../tasks/multivector";
+import { sparseDot } from "../tasks/sparse";
 import { rankResults, type RerankItem } from "../tasks/rerank";
 import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
 import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";
 import { checkCount, checkText, checkTexts } from "./validate";
-import { similarityScores } from "./routes/embeddings";
 
 export type EmbedModel = Extract<ServedModel, { task: "embed" }>;
 export type RerankModel = Extract<ServedModel, { task: "rerank" }>;
@@ -162,6 +163,49 @@ function idInputs(ids: number[][], model: ServedModel, field: InputField, ctx: S
     });
 }
 
+/** Models that embed text: dense embedders, sparse and multi-vector encoders. */
+export type TextEmbedModel = Extract<ServedModel, { task: "embed" | "sparse" | "multivector" }>;
+
+/**
+ * Texts or token ids of an embedding request, checked: their result-cache keys (`keySuffix` marks left
+ * truncation) and how to tokenize any of them, texts with the model's prompt.
+ */
+function embedInputs(ctx: ServerContext, model: TextEmbedModel, inputs: EmbedJob["inputs"], field: InputField, request: PromptRequest, keySuffix = "") {
+  let keys: string[];
+  let encode: (indices: number[], options: EncodeOptions) => Promise<Encoded[]>;
+  if ("ids" in inputs) {
+    if (request.promptName !== undefined || request.inputType !== undefined) {
+      const param = request.promptName !== undefined ? "prompt_name" : "input_type";
+      throw new InvalidInput(`${param} cannot be used with token-id input`, param);
+    }
+    const cut = idInputs(inputs.ids, model, field, ctx);
+    keys = inputs.ids.map((seq) => inputKey(model.cacheScope, "ids" + keySuffix, new Uint8Array(Int32Array.from(seq).buffer)));
+    encode = async (indices, options) => {
+      const all = cut(options);
+      return indices.map((i) => all[i]!);
+    };
+  } else {
+    const texts = checkTexts(inputs.texts, field.name, ctx.config);
+    const prompt = promptFor(model.layout.prompts, model.layout.defaultPromptName, request);
+    keys = texts.map((t) => inputKey(model.cacheScope, "text" + keySuffix, prompt, t));
+    encode = (indices, options) => model.encode(indices.map((i) => prompt + texts[i]!), undefined, options);
+  }
+  return { keys, encode };
+}
+
+/**
+ * Texts or token ids (one list, or a list of lists) tokenized with the model's prompt, cut to the model's length:
+ * the inputs of sparse and multi-vector answers and of /rerank with an embedding model.
+ */
+export function encodeInputs(model: TextEmbedModel, input: unknown, request: PromptRequest, field: string, ctx: ServerContext): Promise<Encoded[]> {
+  const inputs: EmbedJob["inputs"] =
+    Array.isArray(input) && input.length > 0 && typeof input[0] !== "string"
+      ? { ids: typeof input[0] === "number" ? [input as number[]] : (input as number[][]) }
+      : { texts: input as string | string[] };
+  const { keys, encode } = embedInputs(ctx, model, inputs, { name: field, single: false }, request);
+  return encode(keys.map((_, i) => i), {});
+}
+
 export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortSignal): Promise<EmbedOutcome> {
   const found = await lookupModel(ctx, job.model, "embed");
   if (found.task !== "embed") {
@@ -170,25 +214,7 @@ export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortS
   const model = found;
   const dimensions = checkDimensions(model, job.dimensions, job.dimensionsParam ?? "dimensions");
   const left = job.truncation.direction === "left" ? "-left" : "";
-  let keys: string[];
-  let encode: (indices: number[], options: EncodeOptions) => Promise<Encoded[]>;
-  if ("ids" in job.inputs) {
-    if (job.promptName !== undefined || job.inputType !== undefined) {
-      const param = job.promptName !== undefined ? "prompt_name" : "input_type";
-      throw new InvalidInput(`${param} cannot be used with token-id input`, param);
-    }
-    const cut = idInputs(job.inputs.ids, model, job.field, ctx);
-    keys = job.inputs.ids.map((seq) => inputKey(model.cacheScope, "ids" + left, new Uint8Array(Int32Array.from(seq).buffer)));
-    encode = async (indices, options) => {
-      const all = cut(options);
-      return indices.map((i) => all[i]!);
-    };
-  } else {
-    const texts = checkTexts(job.inputs.texts, job.field.name, ctx.config);
-    const prompt = promptFor(model.layout.prompts, model.layout.defaultPromptName, { promptName: job.promptName, inputType: job.inputType });
-    keys = texts.map((t) => inputKey(model.cacheScope, "text" + left, prompt, t));
-    encode = (indices, options) => model.encode(indices.map((i) => prompt + texts[i]!), undefined, options);
-  }
+  const { keys, encode } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType }, left);
   const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal);
   const vectors = results.map((v) => finishEmbedding(v, dimensions, job.normalize ?? true));
   return { model, vectors, ...report };
@@ -292,4 +318,38 @@ export async function runClassify(ctx: ServerContext, job: ClassifyJob, signal: 
   };
   const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal);
   return { model, scores: results.map((logits) => labelScores(logits, model.layout.labels, job.rawScores)), ...report };
+}
+
+/** Models that rank documents by comparing embeddings rather than with a cross-encoder. */
+export type SimilarityModel = TextEmbedModel;
+
+/**
+ * Scores of documents against a query by their embeddings, for /rerank with an embedding model: the query encoded
+ * as a query (its prompt, ColBERT's query encoding), the documents as documents, in one engine submission.
+ * Dense: cosine of the L2-normalised vectors; sparse: dot product of the weights; multi-vector: MaxSim.
+ */
+export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal) {
+  const q = await encodeInputs(model, [query], { inputType: "query" }, "query", ctx);
+  const d = await encodeInputs(model, docs, { inputType: "document" }, "documents", ctx);
+  const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
+  if (model.task === "multivector") {
+    const inputs = [colbertInput(q[0]!, "query", model.colbert.layout, model.colbert.tokens), ...d.map((e) => colbertInput(e, "document", model.colbert.layout, model.colbert.tokens))];
+    const out = await model.engine.submit(inputs, signal);
+    return { ...out, scores: each(out.results, maxSim), tokens: inputs.map((x) => x.tokens) };
+  }
+  const encoded = [...q, ...d];
+  const tokens = encoded.map((e) => e.ids.length);
+  if (model.task === "sparse") {
+    const out = await model.engine.submit(encoded, signal);
+    return { ...out, scores: each(out.results, sparseDot), tokens };
+  }
+  const out = await model.engine.submit(encoded, signal);
+  const unit = out.results.map((v) => finishEmbedding(v, undefined));
+  return { ...out, scores: each(unit, dot), tokens };
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
 }

@@ -3,7 +3,8 @@
 import type { ServedModel } from "../../engine/registry";
 import { router, timingHeaders, type ServerContext } from "../context";
 import { EmbedSparseRequest } from "../schemas";
-import { encodeInputs, sparseEmbeddings } from "./embeddings";
+import { encodeInputs } from "../jobs";
+import { sparseEmbeddings } from "./embeddings";
 
 type SparseModel = Extract<ServedModel, { task: "sparse" }>;
 

@@ -5,39 +5,23 @@
 import { InvalidInput, InvalidMedia, TooManyVectors } from "../../errors";
 import type { MediaTower, ServedModel } from "../../engine/registry";
 import { mediaBytes, type SourceSettings } from "../../media/source";
-import { finishEmbedding, promptFor, type PromptRequest } from "../../tasks/embed";
+import { finishEmbedding, type PromptRequest } from "../../tasks/embed";
 import { encodeVector, bytesBase64, type VectorType } from "../../tasks/quantize";
 import { decodeOpenAiTokens } from "../../tokenize/openai-ids";
-import { checkPruning, pruneSparse, sparseDot, type SparsePruning } from "../../tasks/sparse";
-import { colbertInput, colbertKind, maxSim, type InputType } from "../../tasks/multivector";
+import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
+import { colbertInput, colbertKind, type InputType } from "../../tasks/multivector";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
 import { cacheHeader, responseMeta, router, timingHeaders, usageOf, usageOfCounts, type ServerContext } from "../context";
-import { checkDimensions, reportHeaders, runEmbed } from "../jobs";
+import { checkDimensions, encodeInputs, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
 import { EmbeddingsRequest, ENCODING_FORMATS } from "../schemas";
 import { servedName } from "./served";
 import { truncationOf } from "./tei-shapes";
-import { checkCount, checkTexts } from "../validate";
+import { checkCount } from "../validate";
 
 type EmbedModel = Extract<ServedModel, { task: "embed" }>;
-/** Models that embed text: dense embedders, sparse and multi-vector encoders. */
-type TextEmbedModel = Extract<ServedModel, { task: "embed" | "sparse" | "multivector" }>;
 type MultiVectorModel = Extract<ServedModel, { task: "multivector" }>;
-
-/** Token-id inputs are the model's own vocabulary ids, fed as given (truncated to the model's limit). */
-function tokenInputs(input: number[] | number[][], model: TextEmbedModel, ctx: ServerContext): Encoded[] {
-  const seqs = typeof input[0] === "number" ? [input as number[]] : (input as number[][]);
-  checkCount(seqs.length, "input", ctx.config);
-  const vocab = model.encoder.vocabSize;
-  return seqs.map((seq, i) => {
-    if (seq.length === 0) throw new InvalidInput(`\`input[${i}]\` is an empty token list`, "input");
-    for (const id of seq) {
-      if (id < 0 || id >= vocab) throw new InvalidInput(`\`input[${i}]\` has token id ${id}, outside the model's vocabulary (0..${vocab - 1})`, "input");
-    }
-    return { ids: Int32Array.from(seq.slice(0, model.layout.maxLength)), typeIds: null };
-  });
-}
 
 const MODALITIES = ["text", "image", "audio"] as const;
 type Modality = (typeof MODALITIES)[number];
@@ -74,34 +58,6 @@ async function mediaFiles(input: unknown, modality: Exclude<Modality, "text">, c
   );
 }
 
-/**
- * Text or token-id inputs of an embedding request, checked: their result-cache keys (prompt and text, or the ids)
- * and how to tokenize any of them, with the model's prompt.
- */
-export function textInputs(model: TextEmbedModel, input: unknown, promptRequest: PromptRequest, field: string, ctx: ServerContext): { keys: string[]; encode(indices: number[]): Promise<Encoded[]> } {
-  if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
-    if (promptRequest.promptName !== undefined) throw new InvalidInput("prompt_name cannot be used with token-id input", "prompt_name");
-    if (promptRequest.inputType !== undefined) throw new InvalidInput("input_type cannot be used with token-id input", "input_type");
-    const encoded = tokenInputs(input as number[] | number[][], model, ctx);
-    return {
-      keys: encoded.map((e) => inputKey(model.cacheScope, "ids", new Uint8Array(e.ids.buffer, e.ids.byteOffset, e.ids.byteLength))),
-      encode: async (indices) => indices.map((i) => encoded[i]!),
-    };
-  }
-  const texts = checkTexts(input as string | string[], field, ctx.config);
-  const prompt = promptFor(model.layout.prompts, model.layout.defaultPromptName, promptRequest);
-  return {
-    keys: texts.map((t) => inputKey(model.cacheScope, "text", prompt, t)),
-    encode: (indices) => model.encode(indices.map((i) => prompt + texts[i]!)),
-  };
-}
-
-/** Text or token-id inputs of an embedding request, tokenized with the model's prompt. */
-export function encodeInputs(model: TextEmbedModel, input: unknown, promptRequest: PromptRequest, field: string, ctx: ServerContext): Promise<Encoded[]> {
-  const inputs = textInputs(model, input, promptRequest, field, ctx);
-  return inputs.encode(inputs.keys.map((_, i) => i));
-}
-
 /** Multi-vector (ColBERT) embeddings of tokenized texts as queries or documents; usage counts real tokens. */
 export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: Encoded[], kind: InputType, signal: AbortSignal, maxVectors: number) {
   const inputs = encoded.map((e) => colbertInput(e, kind, model.colbert.layout, model.colbert.tokens));
@@ -115,40 +71,6 @@ export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: En
   let tokens = 0;
   for (const x of inputs) tokens += x.tokens;
   return { ...out, usage: { prompt_tokens: tokens, total_tokens: tokens } };
-}
-
-/** Models that rank documents by comparing embeddings rather than with a cross-encoder. */
-export type SimilarityModel = TextEmbedModel;
-
-/**
- * Scores of documents against a query by their embeddings, for /rerank with an embedding model: the query encoded
- * as a query (its prompt, ColBERT's query encoding), the documents as documents, in one engine submission.
- * Dense: cosine of the L2-normalised vectors; sparse: dot product of the weights; multi-vector: MaxSim.
- */
-export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal) {
-  const q = await encodeInputs(model, [query], { inputType: "query" }, "query", ctx);
-  const d = await encodeInputs(model, docs, { inputType: "document" }, "documents", ctx);
-  const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
-  if (model.task === "multivector") {
-    const inputs = [colbertInput(q[0]!, "query", model.colbert.layout, model.colbert.tokens), ...d.map((e) => colbertInput(e, "document", model.colbert.layout, model.colbert.tokens))];
-    const out = await model.engine.submit(inputs, signal);
-    return { ...out, scores: each(out.results, maxSim), tokens: inputs.map((x) => x.tokens) };
-  }
-  const encoded = [...q, ...d];
-  const tokens = encoded.map((e) => e.ids.length);
-  if (model.task === "sparse") {
-    const out = await model.engine.submit(encoded, signal);
-    return { ...out, scores: each(out.results, sparseDot), tokens };
-  }
-  const out = await model.engine.submit(encoded, signal);
-  const unit = out.results.map((v) => finishEmbedding(v, undefined));
-  return { ...out, scores: each(unit, dot), tokens };
-}
-
-function dot(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
 }
 
 /** Rows of a row-major matrix as nested lists (the float encoding of a multi-vector embedding). */
