@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig, envName, OPTIONS } from "../src/config";
+import { freePort } from "../bench/process";
 import { fixture, ROOT } from "./helpers";
 
 const CLI = join(ROOT, "src", "cli.ts");
@@ -36,7 +37,6 @@ async function waitReceived(url: string, route: string, n: number, ms = 30000): 
   }
   throw new Error(`the server did not receive ${n} requests on ${route}`);
 }
-const freePort = () => 20000 + Math.floor(Math.random() * 20000);
 
 describe("cli", () => {
   test("--help lists every option and exits 0; v2 is optional", async () => {
