@@ -168,6 +168,16 @@ export function tokenBudgetWithin(budgetMb: number, sessionBytes: number, bytesP
 }
 
 /**
+ * How an embedder's vectors are pooled, as /models and the load log say it: inside the graph when the export has a
+ * `sentence_embedding` output (the server reads that output and pools nothing), else the layout's pooling and where
+ * it came from.
+ */
+export function poolingOf(layout: ModelLayout, session: { outputNames: readonly string[] } | null): { method: string; source: string } {
+  if (session?.outputNames.includes("sentence_embedding")) return { method: "sentence_embedding", source: "inside the ONNX graph" };
+  return { method: layout.pooling, source: layout.poolingSource };
+}
+
+/**
  * The Dense modules the server applies after pooling: none when the export has a sentence_embedding output (the
  * sentence-transformers pipeline is inside the graph), else every Dense module's weights, read from its folder.
  */
@@ -400,6 +410,9 @@ export class Registry {
       if (m) await this.release(m);
       throw new ModelLoadError(`model ${c.servedModelName} (${c.modelId}) failed to load: ${(e as Error).message}`);
     }
+    if (m.task === "embed" && m.layout.poolingSource === "--pooling-method" && poolingOf(m.layout, m.session).method === "sentence_embedding") {
+      log.warn("--pooling-method ignored: the export pools inside its graph (sentence_embedding output)", { model: m.name, pooling_method: m.layout.pooling });
+    }
     m.engine.start();
     if (m.task === "embed") m.media?.engine.start();
     log.info("model ready", {
@@ -408,7 +421,7 @@ export class Registry {
       file: m.layout.onnxFile,
       provider: m.provider,
       dtype: m.layout.dtype,
-      pooling: m.task === "embed" ? `${m.layout.pooling} (${m.layout.poolingSource})` : undefined,
+      pooling: m.task === "embed" ? `${poolingOf(m.layout, m.session).method} (${poolingOf(m.layout, m.session).source})` : undefined,
       max_length: m.layout.maxLength,
       batch_size: m.config.batchSize,
       max_batch_tokens: m.engine.batchLimits.maxBatchTokens,

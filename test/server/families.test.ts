@@ -95,6 +95,12 @@ describe("sentence-transformers Dense modules", () => {
     const ref = await reference("gemma-embed");
     await checkParity("gemma-embed", ref.cases);
     await checkParity("gemma-embed", [...ref.prompt_cases, ...ref.cases.slice(3, 7)], (c) => (c.prompt_name ? { prompt_name: c.prompt_name } : {}));
+    // /models says where the pooling happens: inside the graph for gemma-embed, by the server for bert-dense.
+    const models = (await (await fetch(`${url}/models`)).json()).data as { id: string; pooling: string; dimensions: number }[];
+    const gemma = models.find((m) => m.id === "gemma-embed")!;
+    expect(gemma.pooling).toBe("sentence_embedding");
+    expect(gemma.dimensions).toBe(ref.cases[0].embedding.length);
+    expect(models.find((m) => m.id === "bert-dense")!.pooling).toBe((await reference("bert-dense")).pooling);
   });
 });
 

@@ -1,7 +1,7 @@
 // GET /models (OpenAI list, with each model's capabilities, limits and lifecycle state) and the admin routes
 // POST /models/{name}/load and /unload (behind the API key like every API route; hub names "org/name" included).
 
-import { capabilitiesOf, workersOf, type ModelEntry } from "../../engine/registry";
+import { capabilitiesOf, poolingOf, workersOf, type ModelEntry } from "../../engine/registry";
 import { router, type ServerContext } from "../context";
 
 const started = Math.floor(Date.now() / 1000);
@@ -24,7 +24,8 @@ function describe(e: ModelEntry) {
     max_length: layout.maxLength,
     // A ColBERT model's vectors have the size of its last Dense projection (known before loading for PyLate folders).
     dimensions: task === "embed" ? layout.hiddenSize : task === "multivector" ? (layout.dense.at(-1)?.outFeatures ?? null) : null,
-    pooling: task === "embed" ? layout.pooling : task === "sparse" ? `splade (${layout.sparse!.poolingStrategy}, ${layout.sparse!.activation})` : null,
+    // "sentence_embedding" when the export pools inside its graph (known once loaded).
+    pooling: task === "embed" ? poolingOf(layout, m?.session ?? null).method : task === "sparse" ? `splade (${layout.sparse!.poolingStrategy}, ${layout.sparse!.activation})` : null,
     labels: layout.labels,
     batch_size: m ? m.engine.batchLimits.maxBatchSize : e.config.batchSize,
     max_batch_tokens: m ? m.engine.batchLimits.maxBatchTokens : e.config.maxBatchTokens || null,
