@@ -4,7 +4,7 @@
 // Usage: bun bench/lifecycle.ts [--cycles N] [--threads N] [--no-warmup]
 import { ensureBenchModel } from "./model";
 import { startServer } from "./process";
-import { rssMb } from "./stats";
+import { residentSplitMb, rssMb } from "./stats";
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -12,6 +12,11 @@ function arg(name: string, fallback: string): string {
 }
 
 /** RSS once it stops falling (memory is returned to the OS over a short while after an unload). */
+const split = (pid: number) => {
+  const m = residentSplitMb(pid);
+  return `anon ${m.anon.toFixed(0)} + file ${m.file.toFixed(0)}`;
+};
+
 async function settledRss(pid: number): Promise<number> {
   let last = rssMb(pid);
   for (let i = 0; i < 20; i++) {
@@ -40,12 +45,14 @@ if (import.meta.main) {
     const rows: string[] = [];
     for (let c = 0; c < cycles; c++) {
       const before = await settledRss(server.pid);
+      const splitBefore = split(server.pid);
       const t0 = performance.now();
       const res = await post("/embeddings", { input: "the first request for a model that is not loaded" });
       const firstAnswer = (performance.now() - t0) / 1000;
       if (res.status !== 200) throw new Error(`first request: ${res.status} ${await res.text()}`);
       await res.arrayBuffer();
       const loaded = await settledRss(server.pid);
+      const splitLoaded = split(server.pid);
       const entry = ((await (await fetch(`${server.url}/models`)).json()) as { data: Array<{ id: string; load_seconds: number; memory_bytes: number }> }).data.find((m) => m.id === name)!;
       const unload = await post(`/models/${name}/unload`);
       if (unload.status !== 200) throw new Error(`unload: ${unload.status} ${await unload.text()}`);
@@ -56,7 +63,8 @@ if (import.meta.main) {
       const freed = loaded - after;
       rows.push(
         `cycle ${c + 1}: first answer ${firstAnswer.toFixed(2)} s (load ${entry.load_seconds.toFixed(2)} s, measured ${(entry.memory_bytes / 1048576).toFixed(0)} MB); ` +
-          `RSS ${before.toFixed(0)} -> ${loaded.toFixed(0)} -> ${after.toFixed(0)} MB after unload: took ${took.toFixed(0)} MB, freed ${freed.toFixed(0)} MB (${((100 * freed) / took).toFixed(0)}%)`,
+          `RSS ${before.toFixed(0)} -> ${loaded.toFixed(0)} -> ${after.toFixed(0)} MB after unload: took ${took.toFixed(0)} MB, freed ${freed.toFixed(0)} MB (${((100 * freed) / took).toFixed(0)}%); ` +
+          `resident (smaps_rollup, MB): ${splitBefore} -> ${splitLoaded} -> ${split(server.pid)}`,
       );
       console.log(rows[rows.length - 1]);
     }

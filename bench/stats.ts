@@ -27,6 +27,17 @@ export function rssMb(pid: number): number {
   return statusKb(pid, "VmRSS") / 1024;
 }
 
+/** Resident memory split by kind (/proc/PID/smaps_rollup), MiB: anonymous (heaps, arenas) and file-backed (code). */
+export function residentSplitMb(pid: number): { anon: number; file: number } {
+  try {
+    const s = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    const kb = (key: string) => Number(s.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"))?.[1] ?? NaN);
+    return { anon: kb("Anonymous") / 1024, file: (kb("Rss") - kb("Anonymous")) / 1024 };
+  } catch {
+    return { anon: NaN, file: NaN };
+  }
+}
+
 /**
  * A distribution-free 95% confidence interval for the median: the order statistics at ranks n/2 -+ 1.96 sqrt(n)/2
  * (the normal approximation of the binomial count of samples below the median). Needs about 10 samples or more.

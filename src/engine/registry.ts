@@ -13,6 +13,7 @@ import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
 import { isTextInput, ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
 import { modelCacheScope } from "../cache/scope";
+import { primeRuntime } from "../model/prime";
 import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, type DenseLayer } from "../model/dense";
 import { classifyReader } from "../tasks/classify";
@@ -390,6 +391,10 @@ export class Registry {
       ),
     );
     configs.forEach((c, i) => this.slots.set(c.servedModelName, new ModelSlot<ServedModel>(c, read[i]!.layout, read[i]!.scope)));
+    // Before any model is measured: the runtime's one-time state is the process's, not the first model's.
+    if (configs.length) {
+      await primeRuntime(this.pool, configs[0]!.device).catch((e) => log.warn("runtime priming failed; the first model's measured memory includes the runtime's", { error: (e as Error).message }));
+    }
     for (const slot of this.slots.values()) {
       if (slot.config.load === "startup") await this.lifecycle.load(slot);
       else log.info("model on demand", { model: slot.name, task: slot.layout.task, file: slot.layout.onnxFile });

@@ -9,7 +9,7 @@ import type { Feed, InputSpec, OutputTensor, SessionSettings } from "./session";
 export type InjectedFault = "exit" | "throw" | "hang";
 
 export type InferenceRequest =
-  | { id: number; type: "create"; path: string; settings: SessionSettings; fault?: InjectedFault }
+  | { id: number; type: "create"; path: string | Uint8Array; settings: SessionSettings; fault?: InjectedFault }
   | { id: number; type: "run"; feeds: Record<string, Feed>; outputNames: string[]; fault?: InjectedFault }
   | { id: number; type: "release" };
 

@@ -80,19 +80,19 @@ function declaredInputs(session: ort.InferenceSession): InputSpec[] {
 }
 
 /** Creates a session on the first provider of `device`'s order that loads; throws ModelLoadError when none does. */
-export async function createOrtSession(path: string, settings: SessionSettings): Promise<OrtSession> {
+export async function createOrtSession(path: string | Uint8Array, settings: SessionSettings): Promise<OrtSession> {
   const order = providerOrder(settings.device);
   let lastError: unknown;
   for (const provider of order) {
     try {
-      const session = await ort.InferenceSession.create(path, sessionOptions(provider, settings));
+      const session = typeof path === "string" ? await ort.InferenceSession.create(path, sessionOptions(provider, settings)) : await ort.InferenceSession.create(path, sessionOptions(provider, settings));
       const fallbackReason = provider === order[0] ? null : String((lastError as Error)?.message ?? lastError);
       return { session, provider, fallbackReason, inputs: declaredInputs(session) };
     } catch (e) {
       lastError = e;
     }
   }
-  throw new ModelLoadError(`onnxruntime could not load ${path}: ${(lastError as Error)?.message ?? lastError}`);
+  throw new ModelLoadError(`onnxruntime could not load ${typeof path === "string" ? path : "the in-memory graph"}: ${(lastError as Error)?.message ?? lastError}`);
 }
 
 /** Widens int32 to int64 through a 32-bit view of the int64 buffer (little-endian): no BigInt per element. */

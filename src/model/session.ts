@@ -145,16 +145,17 @@ export class ModelSession {
   private readonly timeoutMs: number;
 
   private constructor(
-    private readonly path: string,
+    private readonly path: string | Uint8Array,
     private readonly settings: SessionSettings,
     private readonly options: WorkerOptions,
   ) {
-    this.label = options.label ?? path;
+    this.label = options.label ?? (typeof path === "string" ? path : "an in-memory graph");
     this.timeoutMs = options.timeoutMs ?? 0;
     this.link = this.spawn();
   }
 
-  static async create(path: string, settings: SessionSettings, options: WorkerOptions = {}): Promise<ModelSession> {
+  /** `path`: the ONNX file, or the graph's bytes. */
+  static async create(path: string | Uint8Array, settings: SessionSettings, options: WorkerOptions = {}): Promise<ModelSession> {
     const s = new ModelSession(path, settings, options);
     let created: CreatedSession;
     try {
@@ -162,10 +163,10 @@ export class ModelSession {
     } catch (e) {
       s.workerState = "released";
       s.link.lose("the session could not be created", false);
-      throw e instanceof ModelLoadError ? e : new ModelLoadError(`onnxruntime could not load ${path}: ${(e as Error).message}`);
+      throw e instanceof ModelLoadError ? e : new ModelLoadError(`onnxruntime could not load ${s.label}: ${(e as Error).message}`);
     }
     if (created.fallbackReason !== null) {
-      log.warn(`execution provider for --device ${settings.device} unavailable; fell back to ${created.provider}`, { model: path, reason: created.fallbackReason });
+      log.warn(`execution provider for --device ${settings.device} unavailable; fell back to ${created.provider}`, { model: s.label, reason: created.fallbackReason });
     }
     s.provider = created.provider;
     s.inputSpecs = created.inputs;
