@@ -53,6 +53,7 @@ export function buildTensors(encs: readonly Encoded[], padId: number, side: Padd
   const needTypes = encs.some((e) => e.typeIds);
   const tokenTypeIds = needTypes ? new Int32Array(batch * seqLen) : null;
   if (padId !== 0) inputIds.fill(padId);
+  const taskId = encs[0]?.taskId;
   for (let b = 0; b < batch; b++) {
     const e = encs[b]!;
     const o = b * seqLen + (side === "left" ? seqLen - e.ids.length : 0);
@@ -60,13 +61,14 @@ export function buildTensors(encs: readonly Encoded[], padId: number, side: Padd
     attentionMask.fill(1, o, o + e.ids.length);
     if (tokenTypeIds && e.typeIds) tokenTypeIds.set(e.typeIds, o);
   }
-  return { batch, seqLen, inputIds, attentionMask, tokenTypeIds };
+  return taskId === undefined ? { batch, seqLen, inputIds, attentionMask, tokenTypeIds } : { batch, seqLen, inputIds, attentionMask, tokenTypeIds, taskId };
 }
 
 /** Text batches: token ids padded with the model's pad id, on the model's padding side. */
 export function tokenBatches(padId: number, side: PaddingSide = "right", fixedLength: number | null = null): BatchInput<Encoded, BatchTensors> {
   return {
     lengthOf: (e) => fixedLength ?? e.ids.length,
+    groupOf: (e) => e.taskId ?? -1,
     assemble(encs) {
       const tensors = buildTensors(encs, padId, side, fixedLength);
       return { tensors, padded: tensors.batch * tensors.seqLen };
@@ -182,16 +184,28 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
   }
 
   private cut(): Prepared<R, I, T> | null {
-    const view = this.queue.view();
-    if (view.length === 0) return null;
-    const indices = selectBatch(view, {
+    const all = this.queue.view();
+    if (all.length === 0) return null;
+    // The batch takes the oldest input's group only; positions map back to queue indices.
+    const groupOf = this.input.groupOf;
+    let positions: number[] | null = null;
+    let view = all;
+    if (groupOf) {
+      const group = groupOf(all[0]!.enc);
+      if (all.some((i) => groupOf(i.enc) !== group)) {
+        positions = [];
+        all.forEach((item, i) => groupOf(item.enc) === group && positions!.push(i));
+        view = positions.map((i) => all[i]!);
+      }
+    }
+    const chosen = selectBatch(view, {
       maxBatchSize: this.limits.maxBatchSize,
       maxBatchTokens: this.limits.maxBatchTokens,
       window: windowFor(this.limits.maxBatchSize),
       maxPadding: DEFAULT_MAX_PADDING,
       runOverheadTokens: this.limits.runOverheadTokens ?? DEFAULT_RUN_OVERHEAD_TOKENS,
     });
-    const items = this.queue.take(indices);
+    const items = this.queue.take(positions ? chosen.map((i) => positions![i]!) : chosen);
     const { tensors, padded } = this.input.assemble(items.map((i) => i.enc));
     let tokens = 0;
     for (const i of items) tokens += i.length;

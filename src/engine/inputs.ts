@@ -7,6 +7,8 @@ export interface BatchInput<I, T> {
   lengthOf(input: I): number;
   /** One batch's tensors, and the budget it uses (rows x padded length). */
   assemble(inputs: readonly I[]): { tensors: T; padded: number };
+  /** Inputs of different groups never share a batch (a Jina v3 run takes one task adapter); absent: one group. */
+  groupOf?(input: I): number;
 }
 
 /** A stacked batch of fixed-shape float inputs: [batch, ...shape]. */

@@ -11,13 +11,13 @@ import type { MediaPool } from "../media/pool";
 import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
 import { resolveModel, type HubSettings } from "../model/resolve";
-import { isTextInput, ModelSession, type WorkerOptions, type WorkerStatus } from "../model/session";
+import { isTextInput, ModelSession, TASK_ID_INPUT, type WorkerOptions, type WorkerStatus } from "../model/session";
 import { modelCacheScope } from "../cache/scope";
 import { primeRuntime } from "../model/prime";
 import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, type DenseLayer } from "../model/dense";
 import { classifyReader } from "../tasks/classify";
-import { embedReader, projectionReader } from "../tasks/embed";
+import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader } from "../tasks/embed";
 import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
 import { spladeReader, type SparseVector } from "../tasks/sparse";
 import {
@@ -72,7 +72,7 @@ interface Base {
   /** Activation memory per padded token: measured by warm-up, at least the architecture's estimate. */
   activationBytesPerToken: number;
   /** Tokenizes texts (or query/document pairs) in the worker pool. */
-  encode(texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string }): Promise<Encoded[]>;
+  encode(texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string; taskId?: number }): Promise<Encoded[]>;
   /** Counts content tokens of a text in-process (prompt lengths). */
   encoder: Encoder;
   session: ModelSession;
@@ -470,7 +470,8 @@ export class Registry {
     const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
     sessions.push(session);
     const mediaInput = layout.media ? (layout.media.modality === "image" ? IMAGE_INPUT : AUDIO_INPUT) : null;
-    const unfed = session.inputNames.filter((n) => !isTextInput(n) && n !== mediaInput);
+    const adapters = layout.taskAdapters;
+    const unfed = session.inputNames.filter((n) => !isTextInput(n) && n !== mediaInput && !(n === TASK_ID_INPUT && adapters));
     if (unfed.length) {
       throw new ModelLoadError(
         `${layout.onnxFile} takes input${unfed.length > 1 ? "s" : ""} this server cannot feed: ${unfed.join(", ")} ` +
@@ -478,6 +479,14 @@ export class Registry {
           `A plain export of the model (optimum-cli export onnx --model <id> <dir>) may take only those`,
       );
     }
+    if (adapters && (!session.hasInput(TASK_ID_INPUT) || layout.task !== "embed" || layout.media)) {
+      throw new ModelLoadError(
+        `config.json declares task adapters (lora_adaptations: ${adapters.names.join(", ")}) but ${layout.onnxFile} ` +
+          (session.hasInput(TASK_ID_INPUT) ? `is not a text embedder` : `has no ${TASK_ID_INPUT} input: which adapter it runs is unknown`),
+      );
+    }
+    // Inputs with no task asked for (warm-up) run the default adapter.
+    const defaultTaskId = adapters ? Math.max(0, adapters.names.indexOf(DEFAULT_ADAPTER_TASK)) : undefined;
     // ColBERT inserts a prefix token after tokenizing: the tokenizer truncates one token shorter.
     const tokenizeLength = layout.multivector ? multiVectorTokenizeLength(layout.multivector) : layout.maxLength;
     let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, tokenizeLength);
@@ -514,14 +523,16 @@ export class Registry {
       activationBytesPerToken: estimateActivationBytesPerToken(layout.configJson),
       warmupTokensPerSecond: 0,
       runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
-      encode: async (texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string }) => {
+      encode: async (texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string; taskId?: number }) => {
         if (template && firsts) {
           // Decoder rerankers: each pair as one text inside the template's prompt.
           const instruction = options?.instruction ?? layout.rerankTemplate!.instruction;
           const bodies = await tokenize(texts.map((d, i) => llmRerankText(firsts[i]!, d, instruction)));
           return bodies.map((e) => template.wrap(e));
         }
-        return tokenize(texts, firsts, options);
+        const encoded = await tokenize(texts, firsts, options);
+        if (defaultTaskId !== undefined) for (const e of encoded) e.taskId = options?.taskId ?? defaultTaskId;
+        return encoded;
       },
       encoder,
       session,

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
+import type { TaskAdapters } from "../tasks/embed";
 
 export type Task = "embed" | "rerank" | "classify" | "sparse" | "multivector";
 
@@ -109,6 +110,8 @@ export interface ModelLayout {
   includePrompt: boolean;
   prompts: Record<string, string>;
   defaultPromptName: string | null;
+  /** Jina v3 task adapters (config.json lora_adaptations), fed as the export's task_id; null for other models. */
+  taskAdapters: TaskAdapters | null;
   /** Classifier / reranker labels by index. */
   labels: string[];
   hiddenSize: number | null;
@@ -495,6 +498,26 @@ export function multiVectorLayout(
   };
 }
 
+/**
+ * Jina v3's task adapters from config.json: `lora_adaptations` (task_id = index) and `task_instructions` (the text
+ * its encode(task=...) prepends; sentence-transformers' prompts of the same names as fallback). null without them.
+ */
+export function taskAdaptersOf(config: Record<string, unknown>, prompts: Readonly<Record<string, string>>): TaskAdapters | null {
+  const names = config.lora_adaptations;
+  if (names === undefined) return null;
+  if (!Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === "string")) {
+    throw new ModelLoadError("config.json lora_adaptations must be a non-empty list of task names");
+  }
+  const given = (config.task_instructions ?? {}) as Record<string, unknown>;
+  const instructions: Record<string, string> = {};
+  for (const n of names as string[]) {
+    const v = given[n] ?? prompts[n];
+    if (v !== undefined && v !== null && typeof v !== "string") throw new ModelLoadError(`config.json task_instructions.${n} must be a string`);
+    instructions[n] = (v as string | undefined) ?? "";
+  }
+  return { names: names as string[], instructions };
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
   if (arch.endsWith("ForCausalLM")) return { task: "rerank", labels: [] };
@@ -637,6 +660,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     includePrompt: poolingConfig?.include_prompt !== false,
     prompts,
     defaultPromptName,
+    taskAdapters: taskAdaptersOf(config, prompts),
     labels,
     hiddenSize: Number.isFinite(hidden) ? hidden : null,
     weightBytes,

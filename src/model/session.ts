@@ -28,6 +28,8 @@ export interface BatchTensors {
   inputIds: Int32Array;
   attentionMask: Int32Array;
   tokenTypeIds: Int32Array | null;
+  /** The one task adapter of every row (Jina v3 `task_id`); undefined for models without adapters. */
+  taskId?: number;
 }
 
 export interface OutputTensor {
@@ -336,6 +338,8 @@ export function positionIds(t: BatchTensors): Int32Array {
 export function isTextInput(name: string): boolean {
   return TEXT_INPUTS.has(name) || PAST_INPUT.test(name);
 }
+/** Jina v3's adapter selector: fed only to models with task adapters (ModelLayout.taskAdapters). */
+export const TASK_ID_INPUT = "task_id";
 const TEXT_INPUTS = new Set(["input_ids", "attention_mask", "token_type_ids", "position_ids", "num_logits_to_keep", "logits_to_keep"]);
 
 export function textFeeds(t: BatchTensors, names: readonly string[], specs: readonly InputSpec[] = []): Record<string, Feed> {
@@ -354,6 +358,13 @@ export function textFeeds(t: BatchTensors, names: readonly string[], specs: read
         break;
       case "position_ids":
         feeds[name] = { data: positionIds(t), dims };
+        break;
+      case TASK_ID_INPUT:
+        if (t.taskId !== undefined) {
+          // A scalar as the hub export declares it (rank 0); a [1] where an export declares one axis.
+          const rank = specs.find((s) => s.name === name)?.shape.length ?? 0;
+          feeds[name] = { data: Int32Array.of(t.taskId), dims: rank === 0 ? [] : [1] };
+        }
         break;
       case "num_logits_to_keep":
       case "logits_to_keep":

@@ -5,7 +5,7 @@ import { inputKey, SCORE_CODEC, VECTOR_CODEC, type Codec } from "../cache/cache"
 import type { Capability, ServedModel } from "../engine/registry";
 import { CapabilityMismatch, InputTooLong, InvalidInput } from "../errors";
 import { labelScores, type LabelScore } from "../tasks/classify";
-import { finishEmbedding, promptFor, type PromptRequest } from "../tasks/embed";
+import { finishEmbedding, inputPrompt, type PromptRequest } from "../tasks/embed";
 import { colbertInput, maxSim } from "../tasks/multivector";
 import { sparseDot } from "../tasks/sparse";
 import { rankResults, type RerankItem } from "../tasks/rerank";
@@ -127,6 +127,8 @@ export interface EmbedJob {
   promptName?: string;
   /** query / document / search_query / ...: picks the model's prompt for that kind of input (tasks/embed.ts). */
   inputType?: string;
+  /** A task adapter by name (Jina v3). */
+  task?: string;
   truncation: Truncation;
   /** Matryoshka size; 0/null/absent: full size. */
   dimensions?: number | null;
@@ -174,8 +176,8 @@ function embedInputs(ctx: ServerContext, model: TextEmbedModel, inputs: EmbedJob
   let keys: string[];
   let encode: (indices: number[], options: EncodeOptions) => Promise<Encoded[]>;
   if ("ids" in inputs) {
-    if (request.promptName !== undefined || request.inputType !== undefined) {
-      const param = request.promptName !== undefined ? "prompt_name" : "input_type";
+    if (request.promptName !== undefined || request.inputType !== undefined || request.task !== undefined) {
+      const param = request.promptName !== undefined ? "prompt_name" : request.inputType !== undefined ? "input_type" : "task";
       throw new InvalidInput(`${param} cannot be used with token-id input`, param);
     }
     const cut = idInputs(inputs.ids, model, field, ctx);
@@ -186,9 +188,11 @@ function embedInputs(ctx: ServerContext, model: TextEmbedModel, inputs: EmbedJob
     };
   } else {
     const texts = checkTexts(inputs.texts, field.name, ctx.config);
-    const prompt = promptFor(model.layout.prompts, model.layout.defaultPromptName, request);
-    keys = texts.map((t) => inputKey(model.cacheScope, "text" + keySuffix, prompt, t));
-    encode = (indices, options) => model.encode(indices.map((i) => prompt + texts[i]!), undefined, options);
+    const { prompt, task, taskId } = inputPrompt(model.layout, request);
+    // A task adapter changes the vector even where its instruction is empty: it is part of the key.
+    const kind = task === undefined ? "text" : `text@${task}`;
+    keys = texts.map((t) => inputKey(model.cacheScope, kind + keySuffix, prompt, t));
+    encode = (indices, options) => model.encode(indices.map((i) => prompt + texts[i]!), undefined, taskId === undefined ? options : { ...options, taskId });
   }
   return { keys, encode };
 }
@@ -214,7 +218,7 @@ export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortS
   const model = found;
   const dimensions = checkDimensions(model, job.dimensions, job.dimensionsParam ?? "dimensions");
   const left = job.truncation.direction === "left" ? "-left" : "";
-  const { keys, encode } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType }, left);
+  const { keys, encode } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType, task: job.task }, left);
   const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal);
   const vectors = results.map((v) => finishEmbedding(v, dimensions, job.normalize ?? true));
   return { model, vectors, ...report };

@@ -63,6 +63,13 @@ export const EmbeddingsRequest = t.Object(
           "query | document (also Cohere's search_query | search_document, classification, clustering): selects the model's prompt for that kind of input; models without one embed the text as it is. Multi-vector (ColBERT) models: query or document (default) encoding",
       }),
     ),
+    task: t.Optional(
+      t.String({
+        description:
+          "models with task adapters (Jina v3): retrieval.query | retrieval.passage | separation | classification | text-matching (the model's lora_adaptations). Default: from input_type (query -> retrieval.query, document -> retrieval.passage, classification, clustering -> separation), else text-matching",
+        error: "`task` must be a string",
+      }),
+    ),
     normalize: t.Optional(t.Boolean({ description: "L2-normalise the vectors (default true); false returns them as pooled", error: "`normalize` must be a boolean" })),
     ...SparseOptions,
   },

@@ -158,6 +158,32 @@ export interface PromptRequest {
   promptName?: string;
   /** query | document (Cohere: search_query | search_document | classification | clustering). */
   inputType?: string;
+  /** A task adapter of the model by name (Jina v3: retrieval.query, text-matching, ...). */
+  task?: string;
+}
+
+/**
+ * Task adapters (Jina v3: config.json `lora_adaptations`): the export's `task_id` input selects one LoRA adapter for
+ * a whole run (its index in `names`), and the model's `encode(task=...)` prepends that task's instruction
+ * (config.json `task_instructions`).
+ */
+export interface TaskAdapters {
+  names: readonly string[];
+  instructions: Readonly<Record<string, string>>;
+}
+
+/** The adapter each request input type selects; without one, DEFAULT_ADAPTER_TASK (symmetric similarity). */
+const INPUT_TYPE_ADAPTERS: Record<string, string> = {
+  query: "retrieval.query", document: "retrieval.passage", classification: "classification", clustering: "separation",
+};
+export const DEFAULT_ADAPTER_TASK = "text-matching";
+
+/** What a request's texts are prefixed with and, for a model with task adapters, the adapter that runs them. */
+export interface InputPrompt {
+  prompt: string;
+  /** The adapter's name and index (task_id); undefined for models without task adapters. */
+  task?: string;
+  taskId?: number;
 }
 
 /** Request input types and the prompt names models use for them, in preference order. */
@@ -172,6 +198,47 @@ const INPUT_TYPE_ALIASES: Record<string, string> = {
   classification: "classification", clustering: "clustering",
 };
 export const INPUT_TYPES: readonly string[] = Object.keys(INPUT_TYPE_ALIASES);
+
+/**
+ * The prompt (and task adapter) of a request's texts, for every API shape. Models with task adapters (Jina v3) take
+ * `task` (or a task name as prompt_name), or `input_type` mapped onto a task (query -> retrieval.query, document ->
+ * retrieval.passage, classification, clustering -> separation), else text-matching; the task's instruction is the
+ * prompt. Other models: promptFor.
+ */
+export function inputPrompt(
+  layout: { prompts: Readonly<Record<string, string>>; defaultPromptName: string | null; taskAdapters: TaskAdapters | null },
+  req: PromptRequest,
+): InputPrompt {
+  const adapters = layout.taskAdapters;
+  if (!adapters) {
+    if (req.task !== undefined) {
+      throw new InvalidInput("`task` applies to models with task adapters (Jina v3: config.json lora_adaptations); this model has none: use input_type or prompt_name", "task");
+    }
+    return { prompt: promptFor(layout.prompts, layout.defaultPromptName, req) };
+  }
+  const task = adapterTask(adapters, req);
+  return { prompt: adapters.instructions[task] ?? "", task, taskId: adapters.names.indexOf(task) };
+}
+
+function adapterTask(adapters: TaskAdapters, req: PromptRequest): string {
+  const given = [req.task !== undefined && "task", req.inputType !== undefined && "input_type", req.promptName !== undefined && "prompt_name"].filter(Boolean);
+  if (given.length > 1) throw new InvalidInput(`give one of task, input_type and prompt_name, not ${given.join(" and ")}`, String(given[1]));
+  const valid = `one of ${adapters.names.join(", ")}`;
+  // sentence-transformers names Jina v3's prompts after its tasks: prompt_name is a task name there.
+  const named = req.task ?? req.promptName;
+  if (named !== undefined) {
+    if (!adapters.names.includes(named)) throw new InvalidInput(`${req.task !== undefined ? "task" : "prompt_name"} must be ${valid} for this model, got "${named}"`, req.task !== undefined ? "task" : "prompt_name");
+    return named;
+  }
+  if (req.inputType !== undefined) {
+    const kind = INPUT_TYPE_ALIASES[req.inputType];
+    if (!kind) throw new InvalidInput(`input_type must be one of ${INPUT_TYPES.join(", ")}, got "${req.inputType}"`, "input_type");
+    const task = INPUT_TYPE_ADAPTERS[kind]!;
+    if (!adapters.names.includes(task)) throw new InvalidInput(`input_type ${req.inputType} selects task ${task}, which this model lacks; give task: ${valid}`, "input_type");
+    return task;
+  }
+  return adapters.names.includes(DEFAULT_ADAPTER_TASK) ? DEFAULT_ADAPTER_TASK : adapters.names[0]!;
+}
 
 /**
  * The prompt text prepended to a request's texts, in one place for every API shape: `promptName` names one of the

@@ -15,6 +15,8 @@ export interface Encoded {
    * for exact lengths, else a lower bound (a long text is tokenized only as far as needed).
    */
   fullLength?: number;
+  /** The task adapter this input runs with (Jina v3 task_id); inputs of different tasks never share a batch. */
+  taskId?: number;
 }
 
 /** Which end of a too-long text is cut: "right" keeps its beginning (the default), "left" keeps its end. */

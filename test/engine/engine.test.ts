@@ -84,6 +84,26 @@ describe("Engine", () => {
     expect(r.batches.map((b) => b.batch)).toEqual([1, 8]);
   });
 
+  test("inputs of different task adapters (Jina v3 task_id) never share a batch; each batch carries its task", async () => {
+    const r = recordingRunner();
+    const e = new Engine("m", r.runner, 0, { ...limits, maxBatchSize: 8 });
+    e.start();
+    r.hold();
+    const first = e.submit([{ ...enc(1), taskId: 0 }]);
+    const tasked = (id: number, taskId: number): Encoded => ({ ...enc(id), taskId });
+    // Queued while the first batch is held: tasks 1, 0, 1, 2, 0 interleaved in one request and alone.
+    const mixed = e.submit([tasked(10, 1), tasked(11, 0), tasked(12, 1)]);
+    const alone = [e.submit([tasked(13, 2)]), e.submit([tasked(14, 0)])];
+    r.release();
+    await first;
+    expect((await mixed).results).toEqual([10, 11, 12]);
+    expect((await Promise.all(alone)).map((x) => x.results[0])).toEqual([13, 14]);
+    for (const b of r.batches) expect(b.taskId).toBeDefined();
+    const rows = r.batches.map((b) => ({ task: b.taskId, ids: Array.from(b.inputIds) }));
+    // The oldest input's task goes first; each batch holds one task.
+    expect(rows).toEqual([{ task: 0, ids: [1] }, { task: 1, ids: [10, 12] }, { task: 0, ids: [11, 14] }, { task: 2, ids: [13] }]);
+  });
+
   test("batches obey the token budget", async () => {
     const r = recordingRunner();
     const e = new Engine("m", r.runner, 0, { maxBatchSize: 32, maxBatchTokens: 20, maxQueueSize: 100 });

@@ -5,6 +5,9 @@ import { Registry } from "../../src/engine/registry";
 import { ModelSession } from "../../src/model/session";
 import { TokenizerPool } from "../../src/tokenize/pool";
 import { fixture, offlineHub } from "../helpers";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 describe("Registry loading", () => {
   const pools: TokenizerPool[] = [];
@@ -30,5 +33,34 @@ describe("Registry loading", () => {
       created.mockRestore();
       released.mockRestore();
     }
+  });
+
+  /** A copy of a fixture with its config.json edited, loaded alone; resolves to the load error's message. */
+  async function loadEdited(name: string, edit: (config: Record<string, unknown>) => void, onnxFrom?: string): Promise<string> {
+    const dir = mkdtempSync(join(tmpdir(), `${name}-`));
+    try {
+      cpSync(fixture(name), dir, { recursive: true });
+      if (onnxFrom) cpSync(join(fixture(onnxFrom), "onnx", "model.onnx"), join(dir, "onnx", "model.onnx"));
+      const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+      edit(config);
+      writeFileSync(join(dir, "config.json"), JSON.stringify(config));
+      const pool = new TokenizerPool(1);
+      pools.push(pool);
+      const registry = new Registry(pool, null);
+      const config2 = buildConfig({ flags: new Map([["model-id", [dir]], ["num-threads", ["1"]], ["model-warmup", ["false"]]]), env: {}, file: null, cpuCount: 2 });
+      const err = await registry.loadAll(config2.models, offlineHub).then(() => null, (e: Error) => e);
+      await registry.close();
+      return err ? err.message : "loaded";
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  test("Jina v3 task adapters: task_id is fed only with config.json lora_adaptations, which need a task_id input", async () => {
+    expect(await loadEdited("jina-v3", () => {})).toBe("loaded");
+    expect(await loadEdited("jina-v3", (c) => delete c.lora_adaptations)).toMatch(/takes input this server cannot feed: task_id/);
+    // An export without task_id (which adapter was merged into it is unknown) is refused.
+    expect(await loadEdited("jina-v3", () => {}, "xlmr-max")).toMatch(/declares task adapters \(lora_adaptations: retrieval.query, .*\) but onnx\/model.onnx has no task_id input/);
+    expect(await loadEdited("jina-v3", (c) => (c.lora_adaptations = "retrieval.query"))).toMatch(/lora_adaptations must be a non-empty list/);
   });
 });

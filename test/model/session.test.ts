@@ -56,6 +56,13 @@ describe("feeds of decoder exports", () => {
     expect(() => emptyPastFeed({ name: "past_key_values.0.key", type: "int8", shape: ["b", 2, "p", 8] }, 1)).toThrow(/float32/);
   });
 
+  test("task_id (Jina v3): the batch's task as a scalar (rank 1 where declared so); absent without a task", () => {
+    const scalar = [{ name: "task_id", type: "int64", shape: [] }];
+    expect(textFeeds({ ...t, taskId: 3 }, ["input_ids", "task_id"], scalar)["task_id"]).toEqual({ data: Int32Array.of(3), dims: [] });
+    expect(textFeeds({ ...t, taskId: 0 }, ["task_id"], [{ name: "task_id", type: "int64", shape: [1] }])["task_id"]!.dims).toEqual([1]);
+    expect(textFeeds(t, ["input_ids", "task_id"], scalar)["task_id"]).toBeUndefined();
+  });
+
   test("the onnx-community Qwen3 signature runs with them (fixture qwen3-embed)", async () => {
     const s = await ModelSession.create(join(fixture("qwen3-embed"), "onnx", "model.onnx"), { device: "cpu", numThreads: 1 });
     try {

@@ -114,7 +114,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         const texts = decodeOpenAiTokens(seqs, "input");
         input = typeof input[0] === "number" ? texts[0]! : texts;
       }
-      const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type };
+      const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type, task: body.task };
       if (model.task === "multivector") {
         if (tower) throw new InvalidInput(`model "${model.name}" embeds text only`, "modality");
         if (body.dimensions) throw new InvalidInput("dimensions does not apply to a multi-vector model", "dimensions");
@@ -162,6 +162,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
       if (tower) {
         if (body.prompt_name !== undefined) throw new InvalidInput(`prompt_name applies to text only, not to modality ${tower.modality}`, "prompt_name");
         if (body.input_type !== undefined) throw new InvalidInput(`input_type applies to text only, not to modality ${tower.modality}`, "input_type");
+        if (body.task !== undefined) throw new InvalidInput(`task applies to text only, not to modality ${tower.modality}`, "task");
         const dimensions = checkDimensions(model, body.dimensions, "dimensions");
         const files = await mediaFiles(input, tower.modality, ctx, request.signal);
         // Media usage counts inputs: there are no tokens to bill. Each input goes through the result cache.
@@ -182,6 +183,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
           field: { name: "input", single: typeof input === "string" },
           promptName: body.prompt_name,
           inputType: body.input_type,
+          task: body.task,
           truncation: truncationOf(body.truncate, body.truncation_direction),
           dimensions: body.dimensions,
           normalize: body.normalize !== false,

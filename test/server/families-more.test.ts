@@ -1,0 +1,124 @@
+// More model families through the HTTP API (test/fixtures/generate/families_more.py): Jina v3 task adapters, ...
+// Each against references computed in the generator (torch), alone, batched and as concurrent requests.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { RunningServer } from "../../src/server/serve";
+import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+
+const MODELS = ["jina-v3", "bert-mean-norm"] as const;
+let server: RunningServer;
+let url: string;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    "model-id": MODELS.map(fixture),
+    "batch-size": "8",
+    "max-inputs-per-request": "64",
+    "result-cache": "memory",
+  });
+  url = server.url;
+});
+afterAll(async () => {
+  await server.shutdown();
+});
+
+const embed = (body: Record<string, unknown>) => postJson(`${url}/embeddings`, { encoding_format: "float", ...body });
+const close = (got: number[], want: number[]) => expect(maxAbsDiff(got, l2(want))).toBeLessThanOrEqual(1e-4);
+
+type JinaCase = { task: string; text: string; input_ids: number[]; embedding: number[] };
+
+describe("Jina v3: task adapters fed as the scalar task_id, task instruction, mean pooling", () => {
+  test("every task: parity alone (instruction tokens counted), then one request per task", async () => {
+    const ref = await reference("jina-v3");
+    expect(ref.cases.some((c: JinaCase) => c.input_ids.length === ref.max_length)).toBe(true);
+    for (const c of ref.cases as JinaCase[]) {
+      const { status, json } = await embed({ model: "jina-v3", input: c.text, task: c.task });
+      expect(status).toBe(200);
+      close(json.data[0].embedding, c.embedding);
+      expect(json.usage.prompt_tokens).toBe(c.input_ids.length);
+    }
+    for (const task of ref.tasks as string[]) {
+      const cases = (ref.cases as JinaCase[]).filter((c) => c.task === task);
+      const { json } = await embed({ model: "jina-v3", input: cases.map((c) => c.text), task });
+      cases.forEach((c, i) => close(json.data[i].embedding, c.embedding));
+    }
+  });
+
+  test("concurrent requests of different tasks never share a batch (one task_id per run)", async () => {
+    const ref = await reference("jina-v3");
+    const cases = ref.cases as JinaCase[];
+    const requests = Array.from({ length: 30 }, (_, r) => {
+      const task = ref.tasks[r % ref.tasks.length] as string;
+      const mine = cases.filter((c) => c.task === task);
+      const picked = mine.filter((_, i) => (i + r) % 3 === 0).slice(0, 1 + (r % 5));
+      return embed({ model: "jina-v3", input: picked.map((c) => c.text), task }).then((res) => ({ res, picked }));
+    });
+    for (const { res, picked } of await Promise.all(requests)) {
+      expect(res.status).toBe(200);
+      picked.forEach((c, i) => close(res.json.data[i].embedding, c.embedding));
+    }
+  });
+
+  test("defaults: no task is text-matching; input_type maps onto tasks (also on Cohere /v2/embed, TEI prompt_name)", async () => {
+    const ref = await reference("jina-v3");
+    const of = (task: string) => (ref.cases as JinaCase[]).filter((c) => c.task === task).slice(0, 4);
+    const plain = await embed({ model: "jina-v3", input: of("text-matching").map((c) => c.text) });
+    of("text-matching").forEach((c, i) => close(plain.json.data[i].embedding, c.embedding));
+    const mapping: Record<string, string> = {
+      query: "retrieval.query", search_query: "retrieval.query", document: "retrieval.passage", search_document: "retrieval.passage",
+      classification: "classification", clustering: "separation",
+    };
+    for (const [inputType, task] of Object.entries(mapping)) {
+      const { status, json } = await embed({ model: "jina-v3", input: of(task).map((c) => c.text), input_type: inputType });
+      expect(status).toBe(200);
+      of(task).forEach((c, i) => close(json.data[i].embedding, c.embedding));
+    }
+    const cohere = await postJson(`${url}/v2/embed`, { model: "jina-v3", texts: of("retrieval.query").map((c) => c.text), input_type: "search_query", embedding_types: ["float"] });
+    expect(cohere.status).toBe(200);
+    of("retrieval.query").forEach((c, i) => close(cohere.json.embeddings.float[i], c.embedding));
+    // sentence-transformers names Jina v3's prompts after its tasks: prompt_name works as task (TEI sends it)
+    const tei = await postJson(`${url}/embed`, { model: "jina-v3", inputs: of("separation").map((c) => c.text), prompt_name: "separation" });
+    expect(tei.status).toBe(200);
+    of("separation").forEach((c, i) => close(tei.json[i], c.embedding));
+  });
+
+  test("the task is part of the result-cache key (tasks with the same empty instruction differ)", async () => {
+    const ref = await reference("jina-v3");
+    const text = "The quick brown fox jumps over the lazy dog.";
+    const sep = (ref.cases as JinaCase[]).find((c) => c.task === "separation" && c.text === text)!;
+    const cls = (ref.cases as JinaCase[]).find((c) => c.task === "classification" && c.text === text)!;
+    const a = await embed({ model: "jina-v3", input: [text], task: "separation" });
+    const b = await embed({ model: "jina-v3", input: [text], task: "classification" });
+    const again = await embed({ model: "jina-v3", input: [text], task: "separation" });
+    close(a.json.data[0].embedding, sep.embedding);
+    close(b.json.data[0].embedding, cls.embedding);
+    close(again.json.data[0].embedding, sep.embedding);
+    // Both were cached by the first test: with one key for both tasks, one of them would get the other's vector.
+    expect(maxAbsDiff(sep.embedding, cls.embedding)).toBeGreaterThan(0.01);
+    expect(b.headers.get("x-cache-hits")).toBe("1");
+    expect(again.headers.get("x-cache-hits")).toBe("1");
+  });
+
+  test("/rerank by similarity: the query as retrieval.query, documents as retrieval.passage", async () => {
+    const ref = await reference("jina-v3");
+    const q = (ref.cases as JinaCase[]).find((c) => c.task === "retrieval.query")!;
+    const docs = (ref.cases as JinaCase[]).filter((c) => c.task === "retrieval.passage").slice(0, 5);
+    const { status, json } = await postJson(`${url}/rerank`, { model: "jina-v3", query: q.text, documents: docs.map((d) => d.text), return_documents: false });
+    expect(status).toBe(200);
+    const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+    for (const r of json.results) expect(Math.abs(r.relevance_score - dot(l2(q.embedding), l2(docs[r.index]!.embedding)))).toBeLessThanOrEqual(1e-4);
+  });
+
+  test("bad task values answer 400 naming the valid tasks; task on a model without adapters is refused", async () => {
+    const bad = await embed({ model: "jina-v3", input: "hi", task: "retrieval" });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.param).toBe("task");
+    expect(bad.json.error.message).toContain("retrieval.query, retrieval.passage, separation, classification, text-matching");
+    const both = await embed({ model: "jina-v3", input: "hi", task: "separation", input_type: "query" });
+    expect(both.status).toBe(400);
+    const other = await embed({ model: "bert-mean-norm", input: "hi", task: "separation" });
+    expect(other.status).toBe(400);
+    expect(other.json.error.message).toContain("task adapters");
+    const ok = await embed({ model: "bert-mean-norm", input: "hi" });
+    expect(ok.status).toBe(200);
+  });
+});
