@@ -6,7 +6,7 @@ import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "
 import { log } from "../log";
 import { DEFAULT_RUN_OVERHEAD_TOKENS, fitRunOverhead, type RunTiming } from "./batcher";
 import type { Metrics } from "../metrics";
-import { readLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
+import { readLayout, type ColPaliLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
 import type { MediaPool } from "../media/pool";
 import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
@@ -24,6 +24,8 @@ import {
   colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength,
   type ColbertTokens, type MultiVector, type MultiVectorBatch, type MultiVectorInput,
 } from "../tasks/multivector";
+import { colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTokens, type ColPaliTokens } from "../tasks/colpali";
+import { imageConfigFrom, pixelShape } from "../media/image";
 import type { TaskReader } from "../tasks/task";
 import { Encoder, padTokenId, type EncodeOptions, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
@@ -94,7 +96,18 @@ export type ServedModel =
   | (Base & { task: "rerank"; engine: Engine<number> })
   | (Base & { task: "classify"; engine: Engine<Float32Array> })
   | (Base & { task: "sparse"; engine: Engine<SparseVector> })
-  | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: ColbertModel });
+  | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: ColbertModel; colpali: null })
+  // ColPali: the engine runs text queries; images go through colpali.images on the same session.
+  | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: null; colpali: ColPaliModel });
+
+/** A ColPali model's prompts and its image engine (pixel_values + the image prompt's ids, on the model's session). */
+export interface ColPaliModel {
+  layout: ColPaliLayout;
+  tokens: ColPaliTokens;
+  images: Engine<MultiVector, Float32Array, FeatureBatch>;
+  /** Decodes and preprocesses image files in the media workers: one pixel_values tensor per file. */
+  prepare(files: Uint8Array[]): Promise<Float32Array[]>;
+}
 
 /** A ColBERT model's settings and resolved tokens; dim is the projection's size when known before a run. */
 export interface ColbertModel {
@@ -113,16 +126,14 @@ export function sessionsOf(m: ServedModel): ModelSession[] {
  * is being replaced (or its replacement failed).
  */
 export function modelState(m: ServedModel): EngineState {
-  const engines = m.task === "embed" && m.media ? [m.engine, m.media.engine] : [m.engine];
-  for (const e of engines) if (e.state !== "ready") return e.state;
+  for (const e of enginesOf(m)) if (e.state !== "ready") return e.state;
   for (const s of sessionsOf(m)) if (s.status.state !== "ready") return "broken";
   return "ready";
 }
 
 /** The last error of a model's engines, or of its inference workers. */
 export function modelError(m: ServedModel): string | null {
-  const engines = m.task === "embed" && m.media ? [m.engine, m.media.engine] : [m.engine];
-  for (const e of engines) if (e.lastError) return e.lastError;
+  for (const e of enginesOf(m)) if (e.lastError) return e.lastError;
   for (const s of sessionsOf(m)) if (s.status.state !== "ready" && s.status.lastFault) return s.status.lastFault;
   return null;
 }
@@ -219,9 +230,11 @@ async function templateTokens(encoder: Encoder, t: RerankTemplate, maxLength: nu
   };
 }
 
-/** The engines of a model: its text engine, and its media tower's when it has one. */
+/** The engines of a model: its text engine, and its media tower's (or ColPali's image engine) when it has one. */
 function enginesOf(m: ServedModel): Array<Engine<any, any, any>> {
-  return m.task === "embed" && m.media ? [m.engine, m.media.engine] : [m.engine];
+  if (m.task === "embed" && m.media) return [m.engine, m.media.engine];
+  if (m.task === "multivector" && m.colpali) return [m.engine, m.colpali.images];
+  return [m.engine];
 }
 
 /** What /models and /health show of one configured model, loaded or not. */
@@ -420,6 +433,7 @@ export class Registry {
     }
     m.engine.start();
     if (m.task === "embed") m.media?.engine.start();
+    if (m.task === "multivector") m.colpali?.images.start();
     log.info("model ready", {
       model: m.name,
       task: m.task,
@@ -469,7 +483,7 @@ export class Registry {
     });
     const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
     sessions.push(session);
-    const mediaInput = layout.media ? (layout.media.modality === "image" ? IMAGE_INPUT : AUDIO_INPUT) : null;
+    const mediaInput = layout.media ? (layout.media.modality === "image" ? IMAGE_INPUT : AUDIO_INPUT) : layout.colpali ? IMAGE_INPUT : null;
     const adapters = layout.taskAdapters;
     const unfed = session.inputNames.filter((n) => !isTextInput(n) && n !== mediaInput && !(n === TASK_ID_INPUT && adapters));
     if (unfed.length) {
@@ -575,6 +589,43 @@ export class Registry {
       const bytes = sessionBytes();
       return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, textRunner, tokenBatches(padId, layout.paddingSide, media.textLength), limits, this.metrics), media: tower };
     }
+    if (layout.colpali) {
+      if (!this.mediaPool) throw new ModelLoadError("ColPali models need the media worker pool");
+      const cp = layout.colpali;
+      if (!session.inputNames.includes(IMAGE_INPUT)) throw new ModelLoadError(`${layout.onnxFile}: a ColPali graph takes ${IMAGE_INPUT}; this one takes ${session.inputNames.join(", ")}`);
+      const tokens = await colpaliTokens(
+        cp, layout.tokenizerConfig,
+        async (text) => (await encoder.tokens(text, false)).map((t) => t.id),
+        (t) => encoder.tokenId(t), encoder.singleSpecials, (id) => encoder.tokenOf(id),
+      );
+      const output = colpaliOutput(session.outputNames);
+      const shape = pixelShape(imageConfigFrom(cp.preprocessor, cp.imageSize));
+      const pool = this.mediaPool;
+      const mediaKey = `${key}#image`;
+      await pool.load({ key: mediaKey, modality: "image", preprocessor: cp.preprocessor, imageSize: cp.imageSize, maxPixels: this.mediaLimits.maxImagePixels });
+      // Text batches feed one zero image when the graph takes a pixel_values batch smaller than the text's (the
+      // image is read only at image tokens, and queries have none); a graph that refuses it gets one per row.
+      let oneImage = true;
+      const queries = colpaliQueryRunner(session, output, shape, () => oneImage);
+      const probe = await encoder.encodeBatch([colpaliQueryText(cp, tokens, "a"), colpaliQueryText(cp, tokens, "a b")]);
+      const rows = probe.map((e, i) => colpaliQueryInput(e, tokens, layout.maxLength, `probe[${i}]`));
+      const batches = multiVectorBatches(padId);
+      try {
+        await queries.run(batches.assemble(rows).tensors);
+      } catch (e) {
+        oneImage = false;
+        log.info("ColPali graph needs one pixel_values row per text row", { model: key, error: (e as Error).message });
+        await queries.run(batches.assemble(rows).tensors);
+      }
+      // Each image costs its image tokens in the batch budget... as one input: a batch holds up to --batch-size images.
+      const images = new Engine<MultiVector, Float32Array, FeatureBatch>(`${key}/image`, colpaliImageRunner(session, output, tokens.imageIds), featureBatches(shape), { ...limits, maxBatchTokens: c.batchSize }, this.metrics);
+      const bytes = sessionBytes();
+      return {
+        ...base, memoryBytes: bytes, sessionBytes: bytes, task: "multivector", colbert: null,
+        engine: new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, queries, batches, limits, this.metrics),
+        colpali: { layout: cp, tokens, images, prepare: (files) => pool.process(mediaKey, files) },
+      };
+    }
     const bytes = sessionBytes();
     const measured = { ...base, memoryBytes: bytes, sessionBytes: bytes };
     switch (layout.task) {
@@ -593,7 +644,7 @@ export class Registry {
         const tokens = colbertTokens(cfg, (t) => encoder.tokenId(t), encoder.singleSpecials, layout.tokenizerConfig);
         const runner = multiVectorRunner(session, dense);
         const mv = new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, runner, multiVectorBatches(padId), limits, this.metrics);
-        return { ...measured, task: "multivector", engine: mv, colbert: { layout: cfg, tokens, dim: dense.length ? dense[dense.length - 1]!.outFeatures : null } };
+        return { ...measured, task: "multivector", engine: mv, colbert: { layout: cfg, tokens, dim: dense.length ? dense[dense.length - 1]!.outFeatures : null }, colpali: null };
       }
     }
   }
@@ -603,12 +654,18 @@ export class Registry {
     if (!m.config.modelWarmup) return;
     const rssBefore = process.memoryUsage().rss;
     const sentence = "The quick brown fox jumps over the lazy dog. ";
-    const text = sentence.repeat(Math.ceil(m.layout.maxLength / 8));
+    const colpali = m.task === "multivector" ? m.colpali : null;
+    // ColPali's text is queries (a long one is refused, not cut): warm up with short ones.
+    const text = sentence.repeat(colpali ? 2 : Math.ceil(m.layout.maxLength / 8));
     const count = Math.max(1, Math.min(m.config.batchSize, Math.floor(m.engine.batchLimits.maxBatchTokens / m.layout.maxLength)));
     const texts = Array.from({ length: count }, () => text);
     const encodeFor = async (texts: string[]) => {
+      if (colpali) {
+        const encoded = await m.encode(texts.map((t) => colpaliQueryText(colpali.layout, colpali.tokens, t)));
+        return encoded.map((e, i) => colpaliQueryInput(e, colpali.tokens, m.layout.maxLength, `warm-up[${i}]`));
+      }
       const encoded: { ids: ArrayLike<number> }[] = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
-      return m.task === "multivector" ? (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens)) : encoded;
+      return m.task === "multivector" && m.colbert ? (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens)) : encoded;
     };
     const encoded = await encodeFor(texts);
     // The engine is not started yet: run its runner directly through a temporary start.
@@ -658,6 +715,11 @@ export class Registry {
       tower.engine.start();
       const size = tower.modality === "image" ? imageInputShape(m.layout.media!) : audioInputShape(m.layout.media!);
       await tower.engine.submit([new Float32Array(size.reduce((a, b) => a * b, 1))]);
+    }
+    if (colpali) {
+      colpali.images.start();
+      const size = pixelShape(imageConfigFrom(colpali.layout.preprocessor, colpali.layout.imageSize));
+      await colpali.images.submit([new Float32Array(size.reduce((a, b) => a * b, 1))]);
     }
     const arena = Math.max(0, process.memoryUsage().rss - rssBefore);
     m.memoryBytes += arena;

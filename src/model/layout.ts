@@ -28,6 +28,28 @@ export interface MultiVectorLayout {
   densePath: string | null;
 }
 
+/**
+ * ColPali (PaliGemma under a projection): text is read as a query, `<bos>{query_prefix}{query}` + 10 augmentation
+ * tokens (the pad token) + "\n"; an image as `image_seq_length` image tokens + `<bos>{visual_prompt_prefix}\n` with its
+ * pixel_values. One graph takes input_ids, attention_mask and pixel_values and returns every position's vector.
+ */
+export interface ColPaliLayout {
+  queryPrefix: string;
+  visualPromptPrefix: string;
+  /** Where the prefixes came from (processor_config.json, or transformers' ColPaliProcessor defaults). */
+  promptSource: string;
+  /** Image tokens per image: the image processor's image_seq_length. */
+  imageSeqLength: number;
+  /** The image token's id when config.json names it (image_token_index / image_token_id), else null (`<image>`). */
+  imageTokenId: number | null;
+  /** The image processor's settings (SiglipImageProcessor): size, resample, rescale, normalise. */
+  preprocessor: Record<string, unknown>;
+  /** Vision tower input size from config.json (fallback when the image processor omits sizes). */
+  imageSize: number | null;
+  /** Vector size from config.json's embedding_dim, when given. */
+  dim: number | null;
+}
+
 /** SPLADE: weight of vocabulary entry v = pool over real tokens of activation(logit[t, v]) (SpladePooling). */
 export interface SparseLayout {
   poolingStrategy: "max" | "sum";
@@ -99,6 +121,8 @@ export interface ModelLayout {
   sparse: SparseLayout | null;
   /** Multi-vector (ColBERT) encoders only. */
   multivector: MultiVectorLayout | null;
+  /** ColPali (multi-vector over text queries and images) only; task is then "multivector". */
+  colpali: ColPaliLayout | null;
   poolingSource: string;
   normalize: boolean;
   /**
@@ -225,6 +249,7 @@ export function externalDataFiles(onnxFile: string, files: readonly string[]): s
 export const METADATA_FILES = [
   "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
   "sentence_bert_config.json", "config_sentence_transformers.json", "preprocessor_config.json", "artifact.metadata",
+  "processor_config.json",
 ] as const;
 
 /**
@@ -518,6 +543,74 @@ export function taskAdaptersOf(config: Record<string, unknown>, prompts: Readonl
   return { names: names as string[], instructions };
 }
 
+/** transformers' ColPaliProcessor defaults, used when the repository has no processor_config.json saying otherwise. */
+export const COLPALI_DEFAULTS = { queryPrefix: "Question: ", visualPromptPrefix: "Describe the image." } as const;
+
+/** Late-interaction vision retrievers this server does not implement: refused at load by name. */
+const UNSUPPORTED_VISION_RETRIEVERS: Record<string, string> = {
+  colmodernvbert: "ColModernVBERT (Idefics3-style image splitting into a variable number of tiles)",
+  modernvbert: "ModernVBERT (Idefics3-style image splitting into a variable number of tiles)",
+  idefics3: "Idefics3 (image splitting into a variable number of tiles)",
+  colqwen2: "ColQwen2 (dynamic-resolution image patches)",
+  colqwen2_5: "ColQwen2.5 (dynamic-resolution image patches)",
+};
+
+/**
+ * Whether a model is ColPali, and its settings: transformers' layout (config.json model_type colpali, vlm_config =
+ * PaliGemma) or a merged export whose config.json is the PaliGemma one (model_type paligemma). The prefixes and the
+ * image processor come from processor_config.json (transformers 5 nests the image processor in it) or
+ * preprocessor_config.json; prefixes default to transformers' ColPaliProcessor's. Other late-interaction vision
+ * retrievers (ColModernVBERT, ColQwen2) are refused with what they would need.
+ */
+export function colpaliLayout(
+  config: Record<string, unknown>,
+  processorConfig: Record<string, unknown> | null,
+  preprocessorConfig: Record<string, unknown> | null,
+): ColPaliLayout | null {
+  const type = String(config.model_type ?? "");
+  const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
+  const unsupported = UNSUPPORTED_VISION_RETRIEVERS[type] ?? (/^Col(ModernVBert|Qwen2)/.test(arch) ? arch : undefined);
+  if (unsupported) {
+    throw new ModelLoadError(
+      `${arch || type}: ${unsupported} is not supported; of the late-interaction vision retrievers this server serves ColPali (PaliGemma) only`,
+    );
+  }
+  if (type !== "colpali" && type !== "paligemma") return null;
+  const vlm = (type === "colpali" ? config.vlm_config ?? config : config) as Record<string, unknown>;
+  const vision = (vlm.vision_config ?? {}) as Record<string, unknown>;
+  const text = colpaliTextConfig(config);
+  const nested = processorConfig?.image_processor;
+  const preprocessor = (nested && typeof nested === "object" ? nested : preprocessorConfig) as Record<string, unknown> | null;
+  if (!preprocessor) throw new ModelLoadError("a ColPali model needs its image processor settings (preprocessor_config.json, or image_processor in processor_config.json)");
+  const imageSize = Number.isFinite(Number(vision.image_size)) ? Number(vision.image_size) : null;
+  const patch = Number(vision.patch_size);
+  const seq =
+    sane(preprocessor.image_seq_length) ?? sane(vision.num_image_tokens) ?? sane(text.num_image_tokens) ??
+    (imageSize && patch > 0 ? Math.floor(imageSize / patch) ** 2 : null);
+  if (seq === null) throw new ModelLoadError("a ColPali model needs image_seq_length (image processor) or the vision tower's image_size and patch_size");
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+  const queryPrefix = str(processorConfig?.query_prefix);
+  const visualPromptPrefix = str(processorConfig?.visual_prompt_prefix);
+  const tokenId = Number(vlm.image_token_index ?? vlm.image_token_id);
+  const dim = Number(config.embedding_dim);
+  return {
+    queryPrefix: queryPrefix ?? COLPALI_DEFAULTS.queryPrefix,
+    visualPromptPrefix: visualPromptPrefix ?? COLPALI_DEFAULTS.visualPromptPrefix,
+    promptSource: queryPrefix !== undefined && visualPromptPrefix !== undefined ? "processor_config.json" : "transformers' ColPaliProcessor defaults",
+    imageSeqLength: seq,
+    imageTokenId: Number.isInteger(tokenId) && tokenId >= 0 ? tokenId : null,
+    preprocessor,
+    imageSize,
+    dim: Number.isInteger(dim) && dim > 0 ? dim : null,
+  };
+}
+
+/** The Gemma text_config of a ColPali config.json (transformers' vlm_config, or a merged PaliGemma config). */
+function colpaliTextConfig(config: Record<string, unknown>): Record<string, unknown> {
+  const vlm = (config.model_type === "colpali" ? config.vlm_config ?? config : config) as Record<string, unknown>;
+  return (vlm.text_config ?? {}) as Record<string, unknown>;
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
   if (arch.endsWith("ForCausalLM")) return { task: "rerank", labels: [] };
@@ -548,7 +641,11 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
 
   const taskInfo = taskOf(config);
   const { labels } = taskInfo;
-  const modality = mediaModalityOf(config);
+  const colpali = colpaliLayout(config, readJson(dir, "processor_config.json"), readJson(dir, "preprocessor_config.json"));
+  if (colpali && colpali.promptSource !== "processor_config.json") {
+    warnings.push(`ColPali prompts from ${colpali.promptSource} (query prefix ${JSON.stringify(colpali.queryPrefix)}): no processor_config.json names query_prefix and visual_prompt_prefix`);
+  }
+  const modality = colpali ? null : mediaModalityOf(config);
   let onnxFile: string;
   let chosen: Exclude<Dtype, "auto">;
   let media: MediaLayout | null = null;
@@ -590,7 +687,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "");
   const stMeta = readJson(dir, "config_sentence_transformers.json");
   const multivector = sparse ? null : multiVectorLayout(config, stMeta, readJson(dir, "artifact.metadata"), modules, positionLimit(config));
-  const task: Task = sparse ? "sparse" : multivector ? "multivector" : taskInfo.task;
+  const task: Task = sparse ? "sparse" : multivector || colpali ? "multivector" : taskInfo.task;
   const rerankTemplate = rerankTemplateOf(config, tokenizerJson, task);
   // sentence-transformers CLIP repositories name their one module CLIPModel; the towers are read from config.json.
   const dense = denseModules(modules, (p) => readJson(dir, join(p, "config.json")), media ? new Set([...KNOWN_MODULES, "CLIPModel"]) : KNOWN_MODULES);
@@ -612,7 +709,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     }
   }
 
-  const limit = positionLimit(config);
+  // ColPali's positions are its text model's (PaliGemma's text_config, inside vlm_config for transformers' layout).
+  const limit = positionLimit(colpali ? colpaliTextConfig(config) : config);
   const maxLength = multivector ? Math.max(multivector.queryLength, multivector.documentLength) :
     Math.min(
       sane(stConfig?.max_seq_length) ?? sane(tokenizerConfig.model_max_length) ?? limit ?? 512,
@@ -627,7 +725,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
 
   // Multimodal towers output projections: their shared space has projection_dim dimensions.
   const textConfig = (config.text_config ?? {}) as Record<string, unknown>;
-  const hidden = media
+  const hidden = colpali
+    ? colpali.dim ?? NaN
+    : media
     ? Number(config.projection_dim ?? textConfig.projection_dim ?? textConfig.projection_size ?? textConfig.hidden_size)
     : dense.length
       ? dense[dense.length - 1]!.outFeatures
@@ -647,7 +747,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     modelType: String(config.model_type ?? "unknown"),
     architecture: Array.isArray(config.architectures) ? String(config.architectures[0]) : "unknown",
     onnxFile,
-    modalities: media ? ["text", media.modality] : ["text"],
+    modalities: media ? ["text", media.modality] : colpali ? ["text", "image"] : ["text"],
     media,
     dtype: chosen,
     maxLength,
@@ -656,6 +756,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     sparse,
     dense,
     multivector,
+    colpali,
     normalize,
     includePrompt: poolingConfig?.include_prompt !== false,
     prompts,

@@ -2,11 +2,13 @@
 // routes/ (OpenAI, Cohere, TEI, HF Inference, Voyage) turn their JSON into these and format the results back;
 // model lookup, input checks, prompts, truncation, the result cache and the engine call happen here, once.
 import { inputKey, SCORE_CODEC, VECTOR_CODEC, type Codec } from "../cache/cache";
-import type { Capability, ServedModel } from "../engine/registry";
-import { CapabilityMismatch, InputTooLong, InvalidInput } from "../errors";
+import type { Capability, ColPaliModel, ServedModel } from "../engine/registry";
+import { CapabilityMismatch, InputTooLong, InvalidInput, TooManyVectors } from "../errors";
+import { colpaliQueryInput, colpaliQueryText } from "../tasks/colpali";
+import { mediaFiles } from "./media-inputs";
 import { labelScores, type LabelScore } from "../tasks/classify";
 import { finishEmbedding, inputPrompt, type PromptRequest } from "../tasks/embed";
-import { colbertInput, maxSim } from "../tasks/multivector";
+import { colbertInput, maxSim, type MultiVector } from "../tasks/multivector";
 import { sparseDot } from "../tasks/sparse";
 import { rankResults, type RerankItem } from "../tasks/rerank";
 import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
@@ -250,7 +252,9 @@ export async function runRerank(ctx: ServerContext, job: RerankJob, signal: Abor
   checkText(job.query, "query", ctx.config);
   if (job.documents.length === 0) throw new InvalidInput(`\`${job.field}\` must not be an empty list`, job.field);
   checkCount(job.documents.length, job.field, ctx.config);
-  job.documents.forEach((d, i) => checkText(d, `${job.field}[${i}]`, ctx.config));
+  // A ColPali model's documents are images (data: URIs or URLs), checked when they are fetched.
+  const imageDocs = served.task === "multivector" && served.colpali !== null;
+  if (!imageDocs) job.documents.forEach((d, i) => checkText(d, `${job.field}[${i}]`, ctx.config));
   if (job.topN !== undefined && job.topN < 1) {
     const p = job.topNParam ?? "top_n";
     throw new InvalidInput(`\`${p}\` must be at least 1, got ${job.topN}`, p);
@@ -261,7 +265,7 @@ export async function runRerank(ctx: ServerContext, job: RerankJob, signal: Abor
     // An embedding model ranks by similarity (cosine, sparse dot product, MaxSim): raw scores, no sigmoid.
     if (served.task === "classify") throw new InvalidInput(`model "${served.name}" is a classifier`, "model");
     if (job.instruction !== undefined) throw new InvalidInput("`instruction` applies to LLM rerankers (Qwen3-Reranker) only", "instruction");
-    const out = await similarityScores(served, job.query, job.documents, ctx, signal);
+    const out = await similarityScores(served, job.query, job.documents, ctx, signal, job.field);
     const report = { usage: usageOfCounts(out.tokens), queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated: [], hits: 0 };
     return { model: served, ranked: rankResults(out.scores, job.topN, true), ...report };
   }
@@ -332,11 +336,21 @@ export type SimilarityModel = TextEmbedModel;
  * as a query (its prompt, ColBERT's query encoding), the documents as documents, in one engine submission.
  * Dense: cosine of the L2-normalised vectors; sparse: dot product of the weights; multi-vector: MaxSim.
  */
-export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal) {
+export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal, field = "documents") {
+  const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
+  if (model.task === "multivector" && model.colpali) {
+    // ColPali: the query as a query, the documents as images; both runs at once.
+    const cp = { ...model, colpali: model.colpali };
+    const [q, d] = await Promise.all([
+      colpaliEmbed(ctx, cp, "text", [query], { name: "query", single: true }, signal, null),
+      colpaliEmbed(ctx, cp, "image", docs, { name: field, single: false }, signal, null),
+    ]);
+    const results = [...q.results, ...d.results];
+    return { results, queueMs: Math.max(q.queueMs, d.queueMs), inferenceMs: q.inferenceMs + d.inferenceMs, scores: each(results, maxSim), tokens: [...q.tokens, ...d.tokens] };
+  }
   const q = await encodeInputs(model, [query], { inputType: "query" }, "query", ctx);
   const d = await encodeInputs(model, docs, { inputType: "document" }, "documents", ctx);
-  const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
-  if (model.task === "multivector") {
+  if (model.task === "multivector" && model.colbert) {
     const inputs = [colbertInput(q[0]!, "query", model.colbert.layout, model.colbert.tokens), ...d.map((e) => colbertInput(e, "document", model.colbert.layout, model.colbert.tokens))];
     const out = await model.engine.submit(inputs, signal);
     return { ...out, scores: each(out.results, maxSim), tokens: inputs.map((x) => x.tokens) };
@@ -356,4 +370,46 @@ function dot(a: Float32Array, b: Float32Array): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
   return s;
+}
+
+/** A 413 before anything runs when an answer would hold more token vectors than --max-vectors-per-request. */
+export function checkVectorCount(vectors: number, maxVectors: number, param: string): void {
+  if (vectors > maxVectors) {
+    throw new TooManyVectors(`this request would return ${vectors} token vectors; at most ${maxVectors} are returned per request (--max-vectors-per-request): send fewer or shorter inputs`, param);
+  }
+}
+
+export type ColPaliServed = Extract<ServedModel, { task: "multivector" }> & { colpali: ColPaliModel };
+
+/**
+ * ColPali vectors of texts (as queries) or images (data: URIs or URLs, preprocessed in the media workers), bounded
+ * by maxVectors (null: not returned, no bound). tokens: per input, the tokens the model read (an image's are its
+ * image tokens plus its prompt).
+ */
+export async function colpaliEmbed(
+  ctx: ServerContext,
+  model: ColPaliServed,
+  modality: "text" | "image",
+  input: unknown,
+  field: InputField,
+  signal: AbortSignal,
+  maxVectors: number | null,
+): Promise<{ results: MultiVector[]; tokens: number[]; queueMs: number; inferenceMs: number }> {
+  const cp = model.colpali;
+  if (modality === "image") {
+    const files = await mediaFiles(input, "image", ctx, signal, field.name);
+    const perImage = cp.tokens.imageIds.length;
+    if (maxVectors !== null) checkVectorCount(files.length * perImage, maxVectors, field.name);
+    const out = await cp.images.submit(await cp.prepare(files), signal);
+    return { ...out, tokens: files.map(() => perImage) };
+  }
+  if (Array.isArray(input) && input.some((x) => typeof x !== "string")) {
+    throw new InvalidInput(`\`${field.name}\` of a ColPali model must be text (queries) or, with modality "image", images`, field.name);
+  }
+  const texts = checkTexts(input as string | string[], field.name, ctx.config);
+  const encoded = await model.encode(texts.map((t) => colpaliQueryText(cp.layout, cp.tokens, t)));
+  const inputs = encoded.map((e, i) => colpaliQueryInput(e, cp.tokens, model.layout.maxLength, paramOf(field, i)));
+  if (maxVectors !== null) checkVectorCount(inputs.reduce((n, x) => n + x.tokens, 0), maxVectors, field.name);
+  const out = await model.engine.submit(inputs, signal);
+  return { ...out, tokens: inputs.map((x) => x.tokens) };
 }

@@ -133,6 +133,11 @@ export class Encoder {
     return this.tokenizer.tokenToId(token) ?? undefined;
   }
 
+  /** Token string of an id (an image token named by id in config.json). */
+  tokenOf(id: number): string | undefined {
+    return this.tokenizer.idToToken(id) ?? undefined;
+  }
+
   /** Number of content tokens of a text, without special tokens or truncation (prompt lengths). */
   async countContent(text: string): Promise<number> {
     return (await this.tokenizer.encode(text, null, CONTENT_ONLY)).getLength();

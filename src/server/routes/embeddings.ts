@@ -2,19 +2,20 @@
 // media tower; sparse models answer {indices, values}. Integer inputs are OpenAI token ids (cl100k_base): decoded,
 // then tokenized by the model, as OpenAI clients mean them.
 
-import { InvalidInput, InvalidMedia, TooManyVectors } from "../../errors";
+import { InvalidInput } from "../../errors";
 import type { MediaTower, ServedModel } from "../../engine/registry";
-import { mediaBytes, type SourceSettings } from "../../media/source";
 import { finishEmbedding, type PromptRequest } from "../../tasks/embed";
 import { encodeVector, bytesBase64, type VectorType } from "../../tasks/quantize";
 import { decodeOpenAiTokens } from "../../tokenize/openai-ids";
 import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
-import { colbertInput, colbertKind, type InputType } from "../../tasks/multivector";
+import { colbertInput, colbertKind, type InputType, type MultiVector } from "../../tasks/multivector";
+import { colpaliTextKind } from "../../tasks/colpali";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
 import { cacheHeader, responseMeta, router, timingHeaders, usageOf, usageOfCounts, type ServerContext } from "../context";
-import { checkDimensions, encodeInputs, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
+import { checkDimensions, checkVectorCount, colpaliEmbed, encodeInputs, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
+import { mediaFiles } from "../media-inputs";
 import { EmbeddingsRequest, ENCODING_FORMATS } from "../schemas";
 import { servedName } from "./served";
 import { truncationOf } from "./tei-shapes";
@@ -37,36 +38,14 @@ function towerFor(model: TextEmbedModel, modality: string): MediaTower | null {
   throw new InvalidInput(`model "${model.name}" serves ${served}; modality "${modality}" is not supported by it`, "modality");
 }
 
-/** Image/audio inputs: data: URIs or URLs, fetched and decoded into file bytes (in input order). */
-async function mediaFiles(input: unknown, modality: Exclude<Modality, "text">, ctx: ServerContext, signal: AbortSignal): Promise<Uint8Array[]> {
-  const list = typeof input === "string" ? [input] : input;
-  if (!Array.isArray(list) || list.some((x) => typeof x !== "string")) {
-    throw new InvalidInput(`\`input\` must be a ${modality} (data: URI or http(s) URL) or a list of them`, "input");
-  }
-  if (list.length === 0) throw new InvalidInput("`input` must not be an empty list", "input");
-  checkCount(list.length, "input", ctx.config);
-  const m = ctx.config.media;
-  const settings: SourceSettings = { maxBytes: m.maxBytes, allowUrls: m.allowUrls, timeoutMs: m.urlTimeoutSeconds * 1000, publicOnly: m.urlPublicOnly };
-  return Promise.all(
-    (list as string[]).map((s, i) => {
-      const param = typeof input === "string" ? "input" : `input[${i}]`;
-      if (s.length === 0) throw new InvalidInput(`\`${param}\` is an empty string`, param);
-      return mediaBytes(s, modality, settings, `\`${param}\``, signal).catch((e) => {
-        throw e instanceof InvalidMedia && e.param === null ? new InvalidMedia(e.message, param, e.code) : e;
-      });
-    }),
-  );
-}
-
 /** Multi-vector (ColBERT) embeddings of tokenized texts as queries or documents; usage counts real tokens. */
 export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: Encoded[], kind: InputType, signal: AbortSignal, maxVectors: number) {
-  const inputs = encoded.map((e) => colbertInput(e, kind, model.colbert.layout, model.colbert.tokens));
+  const colbert = model.colbert!;
+  const inputs = encoded.map((e) => colbertInput(e, kind, colbert.layout, colbert.tokens));
   // Which positions are kept is known from the tokens: the answer's size is bounded before anything runs.
   let vectors = 0;
   for (const x of inputs) for (let i = 0; i < x.keep.length; i++) vectors += x.keep[i]!;
-  if (vectors > maxVectors) {
-    throw new TooManyVectors(`this request would return ${vectors} token vectors; at most ${maxVectors} are returned per request (--max-vectors-per-request): send fewer or shorter inputs`, "input");
-  }
+  checkVectorCount(vectors, maxVectors, "input");
   const out = await model.engine.submit(inputs, signal);
   let tokens = 0;
   for (const x of inputs) tokens += x.tokens;
@@ -105,9 +84,12 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
       const t0 = performance.now();
       const name = servedName(fixedModel, body.model);
       const model = (await ctx.registry.lookup(name, "embed")) as TextEmbedModel;
-      const tower = towerFor(model, body.modality ?? "text");
+      const modality = body.modality ?? "text";
+      const colpali = model.task === "multivector" ? model.colpali : null;
+      // ColPali takes images through its own graph, not a media tower.
+      const tower = colpali ? null : towerFor(model, modality);
       let input: unknown = body.input;
-      if (!tower && Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
+      if (modality === "text" && Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
         // OpenAI clients (LangChain's OpenAIEmbeddings by default) send cl100k_base token ids: decode them to text.
         const seqs = typeof input[0] === "number" ? [input as number[]] : (input as number[][]);
         checkCount(seqs.length, "input", ctx.config);
@@ -121,9 +103,21 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {
           throw new InvalidInput("a multi-vector model answers float or base64 only", "encoding_format");
         }
-        const kind = colbertKind(body.input_type);
-        const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
-        const { results, usage, queueMs, inferenceMs } = await multiVectorEmbeddings(model, encoded, kind, request.signal, ctx.config.maxVectorsPerRequest);
+        let answer: { results: MultiVector[]; usage: { prompt_tokens: number; total_tokens: number }; queueMs: number; inferenceMs: number };
+        if (model.colpali) {
+          if (modality !== "text" && modality !== "image") throw new InvalidInput(`model "${model.name}" serves text and image; modality "${modality}" is not supported by it`, "modality");
+          if (body.prompt_name !== undefined) throw new InvalidInput("prompt_name does not apply to a ColPali model (its query prefix is in processor_config.json)", "prompt_name");
+          if (modality === "image" && body.input_type !== undefined) throw new InvalidInput("input_type applies to text only, not to modality image", "input_type");
+          if (modality === "text") colpaliTextKind(body.input_type);
+          const field = { name: "input", single: typeof input === "string" };
+          const out = await colpaliEmbed(ctx, { ...model, colpali: model.colpali }, modality, input, field, request.signal, ctx.config.maxVectorsPerRequest);
+          answer = { ...out, usage: usageOfCounts(out.tokens) };
+        } else {
+          const kind = colbertKind(body.input_type);
+          const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
+          answer = await multiVectorEmbeddings(model, encoded, kind, request.signal, ctx.config.maxVectorsPerRequest);
+        }
+        const { results, usage, queueMs, inferenceMs } = answer;
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
         return {
           object: "list" as const,

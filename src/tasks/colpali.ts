@@ -1,0 +1,138 @@
+// ColPali (late interaction over PaliGemma): text is encoded as a query, images as documents, both by one graph that
+// takes input_ids, attention_mask and pixel_values and returns every position's projected, normalised vector.
+// Preparing inputs: the query string and the image prompt of transformers' ColPaliProcessor (prefixes from the
+// layout), tokenized without the tokenizer's own special tokens (the processor turns them off); pixel_values come
+// from the media workers (media/image.ts, the SigLIP image processor). Reading outputs: every attended position.
+import type { ColPaliLayout } from "../model/layout";
+import type { Feed, ModelSession } from "../model/session";
+import { textFeeds } from "../model/session";
+import type { Runner } from "../engine/engine";
+import type { FeatureBatch } from "../engine/inputs";
+import type { Encoded } from "../tokenize/encode";
+import { InputTooLong, InvalidInput, ModelLoadError } from "../errors";
+import { MULTIVECTOR_OUTPUTS, readMultiVector, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "./multivector";
+
+/** Query augmentation tokens after a query (ColPaliProcessor's default suffix: the pad token 10 times). */
+export const QUERY_AUGMENTATION_COUNT = 10;
+
+/** The tokens a ColPali model's prompts are built from, resolved once at load. */
+export interface ColPaliTokens {
+  bos: string;
+  /** The query augmentation token: the tokenizer's pad token. */
+  augmentation: string;
+  /** input_ids of an image document: image_seq_length image tokens, then `<bos>{visual_prompt_prefix}\n`. */
+  imageIds: Int32Array;
+  /** Special tokens the tokenizer's template adds around a text, stripped (the processor adds none). */
+  before: number;
+  after: number;
+}
+
+/** ColPaliProcessor's query string: `<bos>{query_prefix}{query}` + augmentation x 10 + "\n". */
+export function colpaliQueryText(layout: ColPaliLayout, tokens: Pick<ColPaliTokens, "bos" | "augmentation">, query: string): string {
+  return `${tokens.bos}${layout.queryPrefix}${query}${tokens.augmentation.repeat(QUERY_AUGMENTATION_COUNT)}\n`;
+}
+
+/** ColPaliProcessor's image prompt: the image token image_seq_length times, then `<bos>{visual_prompt_prefix}\n`. */
+export function colpaliImageText(layout: ColPaliLayout, bos: string, imageToken: string): string {
+  return `${imageToken.repeat(layout.imageSeqLength)}${bos}${layout.visualPromptPrefix}\n`;
+}
+
+/**
+ * Resolves the prompt tokens with the model's tokenizer: BOS and pad from tokenizer_config.json (pad is the
+ * augmentation token), the image token (config.json's id, else `<image>`), and the image prompt's ids, checked to
+ * hold exactly image_seq_length image tokens.
+ */
+export async function colpaliTokens(
+  layout: ColPaliLayout,
+  tokenizerConfig: Record<string, unknown>,
+  tokenize: (text: string) => Promise<number[]>,
+  tokenId: (t: string) => number | undefined,
+  specials: { before: number; after: number },
+  idToToken: (id: number) => string | undefined,
+): Promise<ColPaliTokens> {
+  const named = (k: string) => (typeof tokenizerConfig[k] === "string" ? (tokenizerConfig[k] as string) : undefined);
+  const bos = named("bos_token");
+  const pad = named("pad_token");
+  if (!bos || tokenId(bos) === undefined) throw new ModelLoadError("a ColPali model needs a BOS token (tokenizer_config.json bos_token)");
+  if (!pad || tokenId(pad) === undefined) throw new ModelLoadError("a ColPali model needs a pad token (tokenizer_config.json pad_token): it is the query augmentation token");
+  const imageToken = layout.imageTokenId !== null ? idToToken(layout.imageTokenId) : "<image>";
+  const imageId = imageToken !== undefined ? tokenId(imageToken) : undefined;
+  if (imageToken === undefined || imageId === undefined) throw new ModelLoadError("a ColPali model's tokenizer needs its image token (<image>)");
+  const ids = await tokenize(colpaliImageText(layout, bos, imageToken));
+  const count = ids.filter((i) => i === imageId).length;
+  if (count !== layout.imageSeqLength) {
+    throw new ModelLoadError(`the image prompt tokenizes to ${count} image tokens; the image processor's image_seq_length is ${layout.imageSeqLength}`);
+  }
+  return { bos, augmentation: pad, imageIds: Int32Array.from(ids), ...specials };
+}
+
+/** Text input_type for a ColPali model: text is always a query (documents are images). */
+export function colpaliTextKind(inputType: string | undefined): "query" {
+  if (inputType === undefined || inputType === "query" || inputType === "search_query") return "query";
+  throw new InvalidInput(
+    `a ColPali model encodes text as queries only (input_type query); documents are images: send them with modality "image", got input_type "${inputType}"`,
+    "input_type",
+  );
+}
+
+/**
+ * A tokenized query string (colpaliQueryText, encoded with the tokenizer's template) as model input: the template's
+ * special tokens stripped, every token attended and kept. A query cut to the model's length would lose its
+ * augmentation tokens, so it is refused instead.
+ */
+export function colpaliQueryInput(enc: Encoded, tokens: ColPaliTokens, maxLength: number, param: string): MultiVectorInput {
+  if (enc.fullLength !== undefined) {
+    throw new InputTooLong(`\`${param}\` has ${enc.fullLength - tokens.before - tokens.after} tokens as a ColPali query; the model takes at most ${maxLength - tokens.before - tokens.after}`, param);
+  }
+  const ids = enc.ids.subarray(tokens.before, enc.ids.length - tokens.after);
+  const n = ids.length;
+  return { ids: Int32Array.from(ids), attention: new Uint8Array(n).fill(1), keep: new Uint8Array(n).fill(1), tokens: n };
+}
+
+/** The graph's output of per-position vectors: `embeddings` (transformers' ColPali output), a ColBERT name, or the only one. */
+export function colpaliOutput(names: readonly string[]): string {
+  const found = ["embeddings", ...MULTIVECTOR_OUTPUTS].find((n) => names.includes(n)) ?? (names.length === 1 ? names[0] : undefined);
+  if (!found) throw new ModelLoadError(`a ColPali model needs one per-position vector output (embeddings); the ONNX model has ${names.join(", ")}`);
+  return found;
+}
+
+function checkDims(dims: readonly number[]): void {
+  if (dims.length !== 3) throw new Error(`ColPali expects vectors [batch, tokens, dim], got [${dims.join(", ")}]`);
+}
+
+/**
+ * Text queries: token tensors plus zero pixel_values the graph does not read (no image token in the ids). One zero
+ * image serves a whole batch when the graph accepts it (`oneImage`, probed at load), else one per row.
+ */
+export function colpaliQueryRunner(session: ModelSession, output: string, pixelShape: readonly number[], oneImage: () => boolean): Runner<MultiVector, MultiVectorBatch> {
+  const size = pixelShape.reduce((a, b) => a * b, 1);
+  return {
+    async run(t) {
+      const rows = oneImage() ? 1 : t.tensors.batch;
+      const pixels: Feed = { data: new Float32Array(rows * size), dims: [rows, ...pixelShape] };
+      const out = await session.runFeeds({ ...textFeeds(t.tensors, session.inputNames, session.inputSpecs), pixel_values: pixels }, output);
+      checkDims(out.dims);
+      return t.keeps.map((keep, b) => readMultiVector(out.data, out.dims, b, keep, []));
+    },
+  };
+}
+
+/** Image documents: each image's pixel_values with the image prompt's ids; every position's vector is kept. */
+export function colpaliImageRunner(session: ModelSession, output: string, imageIds: Int32Array): Runner<MultiVector, FeatureBatch> {
+  const n = imageIds.length;
+  const keep = new Uint8Array(n).fill(1);
+  return {
+    async run(t) {
+      const batch = t.dims[0]!;
+      const ids = new Int32Array(batch * n);
+      for (let b = 0; b < batch; b++) ids.set(imageIds, b * n);
+      const mask = new Int32Array(batch * n).fill(1);
+      const out = await session.runFeeds(
+        { input_ids: { data: ids, dims: [batch, n] }, attention_mask: { data: mask, dims: [batch, n] }, pixel_values: t },
+        output,
+      );
+      checkDims(out.dims);
+      return Array.from({ length: batch }, (_, b) => readMultiVector(out.data, out.dims, b, keep, []));
+    },
+  };
+}
