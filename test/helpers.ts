@@ -1,4 +1,5 @@
 // Shared test helpers: fixture paths, reference files, and an in-process server on a free loopback port.
+import { expect } from "bun:test";
 import { join } from "node:path";
 import { buildConfig } from "../src/config";
 import { configureLog } from "../src/log";
@@ -64,6 +65,12 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
   return m;
+}
+
+/** Multi-vector answers: as many vectors as the reference, each within 1e-4 per value. */
+export function expectVectorsClose(got: number[][], want: number[][]): void {
+  expect(got.length).toBe(want.length);
+  got.forEach((row, i) => expect(maxAbsDiff(row, want[i]!)).toBeLessThanOrEqual(1e-4));
 }
 
 /** A 1x1 PNG whose header claims width x height (CRC fixed), as a decompression bomb presents itself. */

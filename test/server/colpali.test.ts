@@ -3,7 +3,7 @@
 // MaxSim scores and /rerank order (text query against image documents) matching ColPaliProcessor.score_retrieval.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, fixtureBytes, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+import { expectVectorsClose, fixture, fixtureBytes, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 import { maxSim } from "../../src/tasks/multivector";
 
 interface Case { input_ids: number[]; embeddings: number[][] }
@@ -33,11 +33,6 @@ afterAll(async () => {
   await server.shutdown();
 });
 
-function expectMatrix(got: number[][], want: number[][]) {
-  expect(got.length).toBe(want.length);
-  got.forEach((row, i) => expect(maxAbsDiff(row, want[i]!)).toBeLessThanOrEqual(1e-4));
-}
-
 const asVectors = (rows: number[][]) => ({ data: Float32Array.from(rows.flat()), rows: rows.length, dim: rows[0]!.length });
 
 describe("ColPali parity with transformers' ColPali classes", () => {
@@ -45,7 +40,7 @@ describe("ColPali parity with transformers' ColPali classes", () => {
     const answers = await Promise.all(ref.query_cases.map((q) => postJson(`${url}/embeddings`, { model: "colpali", input: q.text, input_type: "query" })));
     answers.forEach(({ status, json }, i) => {
       expect(status).toBe(200);
-      expectMatrix(json.data[0].embedding, ref.query_cases[i]!.embeddings);
+      expectVectorsClose(json.data[0].embedding, ref.query_cases[i]!.embeddings);
       expect(json.usage.prompt_tokens).toBe(ref.query_cases[i]!.input_ids.length);
     });
   });
@@ -53,7 +48,7 @@ describe("ColPali parity with transformers' ColPali classes", () => {
   test("text queries batched in one request (input_type defaults to query)", async () => {
     const { status, json } = await postJson(`${url}/embeddings`, { model: "colpali", input: ref.query_cases.map((q) => q.text) });
     expect(status).toBe(200);
-    ref.query_cases.forEach((q, i) => expectMatrix(json.data[i].embedding, q.embeddings));
+    ref.query_cases.forEach((q, i) => expectVectorsClose(json.data[i].embedding, q.embeddings));
     expect(json.usage.prompt_tokens).toBe(ref.query_cases.reduce((n, q) => n + q.input_ids.length, 0));
   });
 
@@ -61,12 +56,12 @@ describe("ColPali parity with transformers' ColPali classes", () => {
     for (const [i, uri] of uris.entries()) {
       const { status, json } = await postJson(`${url}/embeddings`, { model: "colpali", modality: "image", input: uri });
       expect(status).toBe(200);
-      expectMatrix(json.data[0].embedding, ref.image_cases[i]!.embeddings);
+      expectVectorsClose(json.data[0].embedding, ref.image_cases[i]!.embeddings);
       expect(json.usage.prompt_tokens).toBe(ref.image_cases[i]!.input_ids.length);
     }
     const { status, json } = await postJson(`${url}/embeddings`, { model: "colpali", modality: "image", input: uris });
     expect(status).toBe(200);
-    ref.image_cases.forEach((c, i) => expectMatrix(json.data[i].embedding, c.embeddings));
+    ref.image_cases.forEach((c, i) => expectVectorsClose(json.data[i].embedding, c.embeddings));
   });
 
   test("base64: the row-major float32 matrix with its shape", async () => {

@@ -3,7 +3,7 @@
 // layouts (PyLate folder with 1_Dense; Stanford-style ONNX with the projection in the graph), float and base64.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+import { expectVectorsClose, fixture, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
 interface Case { text: string; input_ids: number[]; attention_mask: number[]; kept: number[]; embeddings: number[][] }
 interface Ref { dim: number; queries: Case[]; documents: Case[]; maxsim: number[][] }
@@ -23,18 +23,13 @@ afterAll(async () => {
   await server.shutdown();
 });
 
-function expectMatrix(got: number[][], want: number[][]) {
-  expect(got.length).toBe(want.length);
-  got.forEach((row, i) => expect(maxAbsDiff(row, want[i]!)).toBeLessThanOrEqual(1e-4));
-}
-
 describe("parity with the PyLate algorithm", () => {
   for (const name of MODELS) {
     test(`${name}: documents (default input_type), all in one batched request`, async () => {
       const ref = refs[name]!;
       const { status, json } = await postJson(`${url}/embeddings`, { model: name, input: ref.documents.map((d) => d.text), encoding_format: "float" });
       expect(status).toBe(200);
-      ref.documents.forEach((d, i) => expectMatrix(json.data[i].embedding, d.embeddings));
+      ref.documents.forEach((d, i) => expectVectorsClose(json.data[i].embedding, d.embeddings));
       const real = ref.documents.reduce((s, d) => s + d.attention_mask.filter((m) => m === 1).length, 0);
       expect(json.usage.prompt_tokens).toBe(real);
     });
@@ -44,7 +39,7 @@ describe("parity with the PyLate algorithm", () => {
       const answers = await Promise.all(ref.queries.map((q) => postJson(`${url}/embeddings`, { model: name, input: q.text, input_type: "query", encoding_format: "float" })));
       answers.forEach(({ status, json }, i) => {
         expect(status).toBe(200);
-        expectMatrix(json.data[0].embedding, ref.queries[i]!.embeddings);
+        expectVectorsClose(json.data[0].embedding, ref.queries[i]!.embeddings);
       });
     });
 

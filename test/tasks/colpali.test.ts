@@ -1,0 +1,114 @@
+// ColPali's layout (where prompts, image settings and image_seq_length come from; which vision retrievers are
+// refused) and its input preparation, without a model run (those are in test/server/colpali.test.ts).
+import { describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { COLPALI_DEFAULTS, colpaliLayout, readLayout } from "../../src/model/layout";
+import { colpaliImageText, colpaliQueryInput, colpaliQueryText, colpaliTextKind, colpaliTokens } from "../../src/tasks/colpali";
+import { InputTooLong, InvalidInput, ModelLoadError } from "../../src/errors";
+import { fixture } from "../helpers";
+
+const PALIGEMMA = {
+  model_type: "paligemma",
+  architectures: ["PaliGemmaForConditionalGeneration"],
+  image_token_index: 257152,
+  text_config: { model_type: "gemma", max_position_embeddings: 8192, num_image_tokens: 1024 },
+  vision_config: { model_type: "siglip_vision_model", image_size: 448, patch_size: 14 },
+};
+const SIGLIP_448 = { image_processor_type: "SiglipImageProcessor", size: { height: 448, width: 448 }, resample: 3, image_seq_length: 1024 };
+
+describe("colpaliLayout", () => {
+  test("a merged PaliGemma export: image settings from preprocessor_config.json, prefixes default to transformers'", () => {
+    const l = colpaliLayout(PALIGEMMA, null, SIGLIP_448)!;
+    expect(l.imageSeqLength).toBe(1024);
+    expect(l.imageTokenId).toBe(257152);
+    expect(l.imageSize).toBe(448);
+    expect(l.queryPrefix).toBe(COLPALI_DEFAULTS.queryPrefix);
+    expect(l.visualPromptPrefix).toBe("Describe the image.");
+    expect(l.promptSource).toContain("defaults");
+  });
+
+  test("processor_config.json names the prefixes (fastembed's export uses Query: ) and may nest the image processor", () => {
+    const l = colpaliLayout(PALIGEMMA, { query_prefix: "Query: ", visual_prompt_prefix: "Describe the page.", image_processor: { ...SIGLIP_448, image_seq_length: 256 } }, null)!;
+    expect(l.queryPrefix).toBe("Query: ");
+    expect(l.visualPromptPrefix).toBe("Describe the page.");
+    expect(l.promptSource).toBe("processor_config.json");
+    expect(l.imageSeqLength).toBe(256);
+  });
+
+  test("image_seq_length falls back to the vision config's num_image_tokens, then (image_size / patch_size)^2", () => {
+    const { image_seq_length: _, ...noSeq } = SIGLIP_448;
+    expect(colpaliLayout({ ...PALIGEMMA, vision_config: { ...PALIGEMMA.vision_config, num_image_tokens: 64 } }, null, noSeq)!.imageSeqLength).toBe(64);
+    expect(colpaliLayout({ ...PALIGEMMA, text_config: {}, vision_config: { image_size: 224, patch_size: 14 } }, null, noSeq)!.imageSeqLength).toBe(256);
+  });
+
+  test("ColModernVBERT and ColQwen2 are refused by name; a ColPali without image settings is refused; others are not ColPali", () => {
+    expect(() => colpaliLayout({ model_type: "colmodernvbert", architectures: ["ColModernVBertForRetrieval"] }, null, null)).toThrow(/ColModernVBERT .* is not supported/);
+    expect(() => colpaliLayout({ model_type: "idefics3" }, null, null)).toThrow(ModelLoadError);
+    expect(() => colpaliLayout({ model_type: "qwen2_vl", architectures: ["ColQwen2ForRetrieval"] }, null, null)).toThrow(/ColQwen2/);
+    expect(() => colpaliLayout(PALIGEMMA, null, null)).toThrow(/image processor settings/);
+    expect(colpaliLayout({ model_type: "clip", vision_config: {} }, null, {})).toBeNull();
+  });
+
+  test("the fixture folder reads as a multi-vector model over text and image, with Query:  from processor_config.json", () => {
+    const l = readLayout(fixture("colpali"), ["model.onnx"], "auto", "auto");
+    expect(l.task).toBe("multivector");
+    expect(l.modalities).toEqual(["text", "image"]);
+    expect(l.media).toBeNull();
+    expect(l.colpali!.queryPrefix).toBe("Query: ");
+    expect(l.colpali!.imageSeqLength).toBe(16);
+    expect(l.hiddenSize).toBe(32);
+    expect(l.maxLength).toBe(256);
+    expect(l.warnings).toEqual([]);
+  });
+
+  test("without processor_config.json prefixes the load warns which defaults it took", () => {
+    const dir = mkdtempSync(join(tmpdir(), "colpali-"));
+    try {
+      cpSync(fixture("colpali"), dir, { recursive: true });
+      const proc = JSON.parse(readFileSync(join(dir, "processor_config.json"), "utf8"));
+      writeFileSync(join(dir, "preprocessor_config.json"), JSON.stringify(proc.image_processor));
+      rmSync(join(dir, "processor_config.json"));
+      const l = readLayout(dir, ["model.onnx"], "auto", "auto");
+      expect(l.colpali!.queryPrefix).toBe("Question: ");
+      expect(l.warnings.join(" ")).toContain("ColPali prompts from transformers' ColPaliProcessor defaults");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("ColPali inputs", () => {
+  const layout = colpaliLayout(PALIGEMMA, { query_prefix: "Query: ", visual_prompt_prefix: "Describe the image." }, { ...SIGLIP_448, image_seq_length: 3 })!;
+
+  test("query and image prompt strings are ColPaliProcessor's", () => {
+    expect(colpaliQueryText(layout, { bos: "<bos>", augmentation: "<pad>" }, "what?")).toBe(`<bos>Query: what?${"<pad>".repeat(10)}\n`);
+    expect(colpaliImageText(layout, "<bos>", "<image>")).toBe("<image><image><image><bos>Describe the image.\n");
+  });
+
+  test("the tokenizer template's own special tokens are stripped; a cut query is refused", () => {
+    const tokens = { bos: "<bos>", augmentation: "<pad>", imageIds: new Int32Array(), before: 1, after: 1 };
+    const x = colpaliQueryInput({ ids: Int32Array.of(101, 2, 7, 8, 102), typeIds: null }, tokens, 512, "input");
+    expect(Array.from(x.ids)).toEqual([2, 7, 8]);
+    expect(x.tokens).toBe(3);
+    expect(Array.from(x.keep)).toEqual([1, 1, 1]);
+    expect(() => colpaliQueryInput({ ids: Int32Array.of(101, 2, 102), typeIds: null, fullLength: 900 }, tokens, 3, "input[2]")).toThrow(InputTooLong);
+  });
+
+  test("text is a query; input_type document is a 400 that says documents are images", () => {
+    expect(colpaliTextKind(undefined)).toBe("query");
+    expect(colpaliTextKind("search_query")).toBe("query");
+    expect(() => colpaliTextKind("document")).toThrow(InvalidInput);
+  });
+
+  test("the image prompt must hold image_seq_length image tokens; BOS, pad and <image> must exist", async () => {
+    const vocab: Record<string, number> = { "<bos>": 2, "<pad>": 0, "<image>": 9 };
+    const tokenize = async (t: string) => [...t.matchAll(/<image>/g)].map(() => 9).concat([2, 5, 6]);
+    const ok = await colpaliTokens({ ...layout, imageTokenId: null }, { bos_token: "<bos>", pad_token: "<pad>" }, tokenize, (t) => vocab[t], { before: 0, after: 0 }, () => undefined);
+    expect(Array.from(ok.imageIds)).toEqual([9, 9, 9, 2, 5, 6]);
+    const short = async () => [9, 2, 5];
+    await expect(colpaliTokens({ ...layout, imageTokenId: null }, { bos_token: "<bos>", pad_token: "<pad>" }, short, (t) => vocab[t], { before: 0, after: 0 }, () => undefined)).rejects.toThrow(/1 image tokens/);
+    await expect(colpaliTokens(layout, { bos_token: "<bos>" }, tokenize, (t) => vocab[t], { before: 0, after: 0 }, () => undefined)).rejects.toThrow(/pad token/);
+  });
+});
