@@ -6,7 +6,7 @@ import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "
 import { log } from "../log";
 import { DEFAULT_RUN_OVERHEAD_TOKENS, fitRunOverhead, type RunTiming } from "./batcher";
 import type { Metrics } from "../metrics";
-import { readLayout, type ColPaliLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
+import { readLayout, type ColPaliLayout, type HybridLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
 import type { MediaPool } from "../media/pool";
 import { AUDIO_INPUT, audioInputShape, audioReader } from "../tasks/audio";
 import { IMAGE_INPUT, imageInputShape, imageReader } from "../tasks/image";
@@ -27,6 +27,7 @@ import {
 import { colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTokens, type ColPaliTokens } from "../tasks/colpali";
 import { imageConfigFrom, pixelShape } from "../media/image";
 import type { TaskReader } from "../tasks/task";
+import { hybridBatches, hybridRunner, unusedTokenIds, type HybridBatch, type HybridInput, type HybridResult } from "../tasks/hybrid";
 import { Encoder, padTokenId, type EncodeOptions, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
 import { Lifecycle, ModelSlot, type LifecycleSettings, type ModelState } from "./lifecycle";
@@ -98,7 +99,14 @@ export type ServedModel =
   | (Base & { task: "sparse"; engine: Engine<SparseVector> })
   | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: ColbertModel; colpali: null })
   // ColPali: the engine runs text queries; images go through colpali.images on the same session.
-  | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: null; colpali: ColPaliModel });
+  | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: null; colpali: ColPaliModel })
+  | (Base & { task: "hybrid"; engine: Engine<HybridResult, HybridInput, HybridBatch>; hybrid: HybridModel });
+
+/** A bge-m3-style model's outputs and the token ids that never get a lexical weight. */
+export interface HybridModel {
+  layout: HybridLayout;
+  unused: ReadonlySet<number>;
+}
 
 /** A ColPali model's prompts and its image engine (pixel_values + the image prompt's ids, on the model's session). */
 export interface ColPaliModel {
@@ -146,7 +154,7 @@ export function workersOf(m: ServedModel): Array<WorkerStatus & { threads: numbe
 /** The routes a task serves: a sparse encoder answers /embeddings (indices + values) and /embed_sparse. */
 export function capabilitiesOf(task: Task): Capability[] {
   // Embedding models also rerank, by similarity: cosine (dense), dot product (sparse), MaxSim (multi-vector).
-  if (task === "sparse") return ["embed", "embed_sparse", "rerank"];
+  if (task === "sparse" || task === "hybrid") return ["embed", "embed_sparse", "rerank"];
   if (task === "embed" || task === "multivector") return ["embed", "rerank"];
   return [task];
 }
@@ -646,6 +654,12 @@ export class Registry {
         const mv = new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, runner, multiVectorBatches(padId), limits, this.metrics);
         return { ...measured, task: "multivector", engine: mv, colbert: { layout: cfg, tokens, dim: dense.length ? dense[dense.length - 1]!.outFeatures : null }, colpali: null };
       }
+      case "hybrid": {
+        const hybrid = { layout: layout.hybrid!, unused: unusedTokenIds(layout.tokenizerConfig, (t) => encoder.tokenId(t)) };
+        const runner = hybridRunner(session, hybrid.layout, layout.pooling, hybrid.unused);
+        const engine = new Engine<HybridResult, HybridInput, HybridBatch>(key, runner, hybridBatches(padId, layout.paddingSide), limits, this.metrics);
+        return { ...measured, task: "hybrid", engine, hybrid };
+      }
     }
   }
 
@@ -665,6 +679,7 @@ export class Registry {
         return encoded.map((e, i) => colpaliQueryInput(e, colpali.tokens, m.layout.maxLength, `warm-up[${i}]`));
       }
       const encoded: { ids: ArrayLike<number> }[] = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
+      if (m.task === "hybrid") return (encoded as Encoded[]).map((e) => ({ ...e, sparse: true, multiVector: true }));
       return m.task === "multivector" && m.colbert ? (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens)) : encoded;
     };
     const encoded = await encodeFor(texts);

@@ -5,8 +5,26 @@ import { join } from "node:path";
 import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
 import type { TaskAdapters } from "../tasks/embed";
+import { onnxOutputNames } from "./onnx-graph";
 
-export type Task = "embed" | "rerank" | "classify" | "sparse" | "multivector";
+export type Task = "embed" | "rerank" | "classify" | "sparse" | "multivector" | "hybrid";
+
+/**
+ * bge-m3 (hybrid): dense, lexical weights and multi-vectors from one run. Either aapot/bge-m3-onnx's export (one graph
+ * with outputs dense_vecs, sparse_vecs, colbert_vecs) or a checkpoint whose ONNX gives last_hidden_state only while
+ * the heads sit beside it as BAAI's pickled sparse_linear.pt / colbert_linear.pt (dense only: pickles are not read).
+ */
+export interface HybridLayout {
+  format: "heads" | "hidden";
+  /** dense_vecs ([B, H]), or last_hidden_state (pooled by the model's pooling, CLS for bge-m3). */
+  denseOutput: string;
+  /** sparse_vecs [B, T, 1] (relu(sparse_linear(h))); null when not served. */
+  sparseOutput: string | null;
+  /** colbert_vecs [B, T-1, H] (colbert_linear(h[:, 1:])); null when not served. */
+  colbertOutput: string | null;
+  /** Why sparse or multi-vector outputs are not served, for the 400 a request for them gets. */
+  unavailable: string | null;
+}
 
 /**
  * Late-interaction (ColBERT) encoding: PyLate folders (config_sentence_transformers.json + 1_Dense) and
@@ -123,6 +141,8 @@ export interface ModelLayout {
   multivector: MultiVectorLayout | null;
   /** ColPali (multi-vector over text queries and images) only; task is then "multivector". */
   colpali: ColPaliLayout | null;
+  /** bge-m3-style hybrid encoders only. */
+  hybrid: HybridLayout | null;
   poolingSource: string;
   normalize: boolean;
   /**
@@ -611,6 +631,43 @@ function colpaliTextConfig(config: Record<string, unknown>): Record<string, unkn
   return (vlm.text_config ?? {}) as Record<string, unknown>;
 }
 
+/** BAAI's bge-m3 heads as pickled torch files (FlagEmbedding loads them with torch.load). */
+export const PICKLED_M3_HEADS = ["sparse_linear.pt", "colbert_linear.pt"] as const;
+
+/**
+ * Whether a model is a bge-m3-style hybrid encoder: its ONNX has aapot's dense_vecs output (sparse_vecs and
+ * colbert_vecs served when present too), or its folder holds BAAI's pickled heads next to an encoder export (dense
+ * only, from the pooled last_hidden_state). Pure: the output names are read by the caller.
+ */
+export function hybridLayout(outputNames: readonly string[], files: readonly string[]): HybridLayout | null {
+  if (outputNames.includes("dense_vecs")) {
+    const sparseOutput = outputNames.includes("sparse_vecs") ? "sparse_vecs" : null;
+    const colbertOutput = outputNames.includes("colbert_vecs") ? "colbert_vecs" : null;
+    const lacking = [sparseOutput ? null : "sparse_vecs", colbertOutput ? null : "colbert_vecs"].filter((x) => x !== null);
+    return {
+      format: "heads",
+      denseOutput: "dense_vecs",
+      sparseOutput,
+      colbertOutput,
+      unavailable: lacking.length ? `its ONNX export has no ${lacking.join(" or ")} output` : null,
+    };
+  }
+  const pickles = PICKLED_M3_HEADS.filter((f) => files.includes(f));
+  if (!pickles.length) return null;
+  if (!outputNames.includes("last_hidden_state")) {
+    throw new ModelLoadError(`a bge-m3 checkpoint (${pickles.join(", ")}) needs an ONNX export with a last_hidden_state or dense_vecs output; this one has ${outputNames.join(", ")}`);
+  }
+  return {
+    format: "hidden",
+    denseOutput: "last_hidden_state",
+    sparseOutput: null,
+    colbertOutput: null,
+    unavailable:
+      `its lexical and multi-vector heads are ${pickles.join(" and ")}, pickled PyTorch files, which this server does not load ` +
+      "(unpickling can run code); serve an export with the heads inside the graph (aapot/bge-m3-onnx layout: outputs dense_vecs, sparse_vecs, colbert_vecs)",
+  };
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
   if (arch.endsWith("ForCausalLM")) return { task: "rerank", labels: [] };
@@ -687,7 +744,11 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "");
   const stMeta = readJson(dir, "config_sentence_transformers.json");
   const multivector = sparse ? null : multiVectorLayout(config, stMeta, readJson(dir, "artifact.metadata"), modules, positionLimit(config));
-  const task: Task = sparse ? "sparse" : multivector || colpali ? "multivector" : taskInfo.task;
+  // bge-m3 is an XLM-RoBERTa encoder: only those exports are opened to read their output names.
+  const hybrid = !sparse && !multivector && !colpali && !media && taskInfo.task === "embed" && String(config.model_type ?? "") === "xlm-roberta"
+    ? hybridLayout(onnxOutputNames(join(dir, onnxFile)), files)
+    : null;
+  const task: Task = sparse ? "sparse" : multivector || colpali ? "multivector" : hybrid ? "hybrid" : taskInfo.task;
   const rerankTemplate = rerankTemplateOf(config, tokenizerJson, task);
   // sentence-transformers CLIP repositories name their one module CLIPModel; the towers are read from config.json.
   const dense = denseModules(modules, (p) => readJson(dir, join(p, "config.json")), media ? new Set([...KNOWN_MODULES, "CLIPModel"]) : KNOWN_MODULES);
@@ -697,6 +758,10 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   if (poolingOverride !== "auto" && poolingOverride !== "splade") {
     pooling = poolingOverride;
     poolingSource = "--pooling-method";
+  } else if (hybrid) {
+    // bge-m3's dense vector is the CLS state (FlagEmbedding), whatever a pooling config says.
+    pooling = "cls";
+    poolingSource = "bge-m3 (CLS)";
   } else {
     const fromFile = poolingFromConfig(poolingConfig);
     if (fromFile) {
@@ -757,7 +822,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     dense,
     multivector,
     colpali,
-    normalize,
+    hybrid,
+    normalize: hybrid ? true : normalize,
     includePrompt: poolingConfig?.include_prompt !== false,
     prompts,
     defaultPromptName,

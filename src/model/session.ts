@@ -240,6 +240,11 @@ export class ModelSession {
     return this.runFeeds(textFeeds(t, this.inputNames, this.inputSpecs), outputName);
   }
 
+  /** Runs one padded batch once and returns several outputs as float32 (bge-m3's dense, sparse and colbert heads). */
+  runMany(t: BatchTensors, outputNames: readonly string[]): Promise<OutputTensor[]> {
+    return this.runOutputs(textFeeds(t, this.inputNames, this.inputSpecs), outputNames);
+  }
+
   /**
    * Runs with feeds the caller builds (media towers: pixel_values, input_features; the dummy inputs of a combined
    * multimodal export). Int32 feeds are widened where the model declares int64; an input the model declares and

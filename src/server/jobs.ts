@@ -16,6 +16,7 @@ import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from ".
 import { checkCount, checkText, checkTexts } from "./validate";
 
 export type EmbedModel = Extract<ServedModel, { task: "embed" }>;
+export type HybridModel = Extract<ServedModel, { task: "hybrid" }>;
 export type RerankModel = Extract<ServedModel, { task: "rerank" }>;
 export type ClassifyModel = Extract<ServedModel, { task: "classify" }>;
 
@@ -92,6 +93,8 @@ async function cachedRun<R>(
   t: Truncation,
   field: InputField,
   signal: AbortSignal,
+  /** How the inputs reach the engine; the model's engine by default. */
+  submit?: (inputs: Encoded[], signal: AbortSignal) => Promise<{ results: R[]; queueMs: number; inferenceMs: number }>,
 ): Promise<{ results: R[]; report: JobReport }> {
   const all = keys.map((_, i) => i);
   let pre: Encoded[] | null = null;
@@ -100,7 +103,7 @@ async function cachedRun<R>(
     refuseTooLong(model, pre, field);
   }
   const truncated: number[] = [];
-  const engine = model.engine as unknown as { submit(inputs: Encoded[], signal: AbortSignal): Promise<{ results: R[]; queueMs: number; inferenceMs: number }> };
+  const engine = submit ? { submit } : (model.engine as unknown as { submit(inputs: Encoded[], signal: AbortSignal): Promise<{ results: R[]; queueMs: number; inferenceMs: number }> });
   const out = await ctx.cache.through(model.name, keys, codec, async (missing) => {
     const inputs = pre ? missing.map((i) => pre[i]!) : await encode(missing, { direction: t.direction });
     inputs.forEach((e, k) => wasTruncated(e) && truncated.push(missing[k]!));
@@ -140,7 +143,7 @@ export interface EmbedJob {
 }
 
 export interface EmbedOutcome extends JobReport {
-  model: EmbedModel;
+  model: EmbedModel | HybridModel;
   vectors: Float32Array[];
 }
 
@@ -168,7 +171,15 @@ function idInputs(ids: number[][], model: ServedModel, field: InputField, ctx: S
 }
 
 /** Models that embed text: dense embedders, sparse and multi-vector encoders. */
-export type TextEmbedModel = Extract<ServedModel, { task: "embed" | "sparse" | "multivector" }>;
+export type TextEmbedModel = Extract<ServedModel, { task: "embed" | "sparse" | "multivector" | "hybrid" }>;
+
+/** Dense vectors of a hybrid (bge-m3) model: its engine asked for no lexical or multi-vector output. */
+export function hybridDense(model: HybridModel) {
+  return async (inputs: Encoded[], signal: AbortSignal) => {
+    const out = await model.engine.submit(inputs.map((e) => ({ ...e, sparse: false, multiVector: false })), signal);
+    return { ...out, results: out.results.map((r) => r.dense) };
+  };
+}
 
 /**
  * Texts or token ids of an embedding request, checked: their result-cache keys (`keySuffix` marks left
@@ -214,14 +225,15 @@ export function encodeInputs(model: TextEmbedModel, input: unknown, request: Pro
 
 export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortSignal): Promise<EmbedOutcome> {
   const found = await lookupModel(ctx, job.model, "embed");
-  if (found.task !== "embed") {
+  if (found.task !== "embed" && found.task !== "hybrid") {
     throw new CapabilityMismatch(`model "${found.name}" is a ${found.task} model: its vectors are served by /embeddings (and /embed_sparse for sparse models), not this route`, "model");
   }
   const model = found;
   const dimensions = checkDimensions(model, job.dimensions, job.dimensionsParam ?? "dimensions");
   const left = job.truncation.direction === "left" ? "-left" : "";
   const { keys, encode } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType, task: job.task }, left);
-  const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal);
+  const submit = model.task === "hybrid" ? hybridDense(model) : undefined;
+  const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal, submit);
   const vectors = results.map((v) => finishEmbedding(v, dimensions, job.normalize ?? true));
   return { model, vectors, ...report };
 }
@@ -334,7 +346,8 @@ export type SimilarityModel = TextEmbedModel;
 /**
  * Scores of documents against a query by their embeddings, for /rerank with an embedding model: the query encoded
  * as a query (its prompt, ColBERT's query encoding), the documents as documents, in one engine submission.
- * Dense: cosine of the L2-normalised vectors; sparse: dot product of the weights; multi-vector: MaxSim.
+ * Dense: cosine of the L2-normalised vectors; sparse: dot product of the weights; multi-vector: MaxSim; hybrid
+ * (bge-m3): cosine of the dense vectors.
  */
 export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal, field = "documents") {
   const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
@@ -361,7 +374,8 @@ export async function similarityScores(model: SimilarityModel, query: string, do
     const out = await model.engine.submit(encoded, signal);
     return { ...out, scores: each(out.results, sparseDot), tokens };
   }
-  const out = await model.engine.submit(encoded, signal);
+  // bge-m3: dense cosine, as FlagEmbedding's default dense score.
+  const out = model.task === "hybrid" ? await hybridDense(model)(encoded, signal) : await model.engine.submit(encoded, signal);
   const unit = out.results.map((v) => finishEmbedding(v, undefined));
   return { ...out, scores: each(unit, dot), tokens };
 }

@@ -71,6 +71,13 @@ export const EmbeddingsRequest = t.Object(
       }),
     ),
     normalize: t.Optional(t.Boolean({ description: "L2-normalise the vectors (default true); false returns them as pooled", error: "`normalize` must be a boolean" })),
+    output: t.Optional(
+      t.Union([t.String(), t.Array(t.String())], {
+        description:
+          "hybrid (bge-m3) models: dense (default) | sparse | multi_vector, or a list of them: all from one run, each input's `embedding` then an object {dense, sparse, multi_vector}. Other models accept only their own kind",
+        error: "`output` must be a string or an array of strings",
+      }),
+    ),
     ...SparseOptions,
   },
   { additionalProperties: true },
@@ -88,8 +95,16 @@ export const EmbeddingsResponse = t.Object({
         t.String({ description: "base64 of the vector's bytes (little-endian float32, or the compact type)" }),
         t.Object({ indices: t.Array(t.Integer()), values: t.Array(t.Number()) }, { description: "sparse models: vocabulary ids (ascending) and their weights" }),
         t.Array(t.Array(t.Number()), { description: "multi-vector models: one vector per token" }),
+        t.Object(
+          {
+            dense: t.Optional(t.Union([t.Array(t.Number()), t.String()])),
+            sparse: t.Optional(t.Object({ indices: t.Array(t.Integer()), values: t.Array(t.Number()) })),
+            multi_vector: t.Optional(t.Union([t.Array(t.Array(t.Number())), t.String()])),
+          },
+          { description: "hybrid (bge-m3) models with a list of outputs: each asked output in its own shape" },
+        ),
       ]),
-      shape: t.Optional(t.Array(t.Integer(), { description: "multi-vector models with base64: [vectors, dimensions] of the row-major float32 matrix" })),
+      shape: t.Optional(t.Array(t.Integer(), { description: "multi-vector answers (ColBERT, bge-m3 multi_vector) with base64: [vectors, dimensions] of the row-major float32 matrix" })),
       index: t.Integer(),
     }),
   ),

@@ -4,9 +4,10 @@ import type { ServedModel } from "../../engine/registry";
 import { router, timingHeaders, type ServerContext } from "../context";
 import { EmbedSparseRequest } from "../schemas";
 import { encodeInputs } from "../jobs";
-import { sparseEmbeddings } from "./embeddings";
+import { hybridEmbeddings, sparseEmbeddings } from "./embeddings";
+import { checkPruning, pruneSparse } from "../../tasks/sparse";
 
-type SparseModel = Extract<ServedModel, { task: "sparse" }>;
+type SparseModel = Extract<ServedModel, { task: "sparse" | "hybrid" }>;
 
 export function embedSparseRoutes(ctx: ServerContext, fixedModel?: string) {
   return router().post(
@@ -15,7 +16,16 @@ export function embedSparseRoutes(ctx: ServerContext, fixedModel?: string) {
       const t0 = performance.now();
       const model = (await ctx.registry.lookup(fixedModel ?? body.model ?? undefined, "embed_sparse")) as SparseModel;
       const encoded = await encodeInputs(model, body.inputs, { promptName: body.prompt_name }, "inputs", ctx);
-      const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
+      const pruning = { topK: body.top_k, threshold: body.threshold };
+      const { results, queueMs, inferenceMs } =
+        model.task === "hybrid"
+          ? await (async () => {
+              // bge-m3: its lexical weights.
+              checkPruning(pruning);
+              const out = await hybridEmbeddings(model, encoded, ["sparse"], request.signal, ctx.config.maxVectorsPerRequest);
+              return { ...out, results: out.results.map((r) => pruneSparse(r.sparse!, pruning)) };
+            })()
+          : await sparseEmbeddings(model, encoded, pruning, request.signal);
       timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
       return results.map((v) => Array.from(v.indices, (index, i) => ({ index, value: v.values[i]! })));
     },

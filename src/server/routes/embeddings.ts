@@ -10,6 +10,7 @@ import { decodeOpenAiTokens } from "../../tokenize/openai-ids";
 import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
 import { colbertInput, colbertKind, type InputType, type MultiVector } from "../../tasks/multivector";
 import { colpaliTextKind } from "../../tasks/colpali";
+import { checkHybridOutputs, parseOutputs, type HybridOutput } from "../../tasks/hybrid";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
@@ -23,6 +24,7 @@ import { checkCount } from "../validate";
 
 type EmbedModel = Extract<ServedModel, { task: "embed" }>;
 type MultiVectorModel = Extract<ServedModel, { task: "multivector" }>;
+type HybridModel = Extract<ServedModel, { task: "hybrid" }>;
 
 const MODALITIES = ["text", "image", "audio"] as const;
 type Modality = (typeof MODALITIES)[number];
@@ -50,6 +52,25 @@ export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: En
   let tokens = 0;
   for (const x of inputs) tokens += x.tokens;
   return { ...out, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+}
+
+/** The one output kind of a model that is not hybrid, by its `output` name. */
+const OUTPUT_OF_TASK: Record<string, HybridOutput> = { embed: "dense", sparse: "sparse", multivector: "multi_vector" };
+
+/**
+ * Outputs of a hybrid (bge-m3) model for tokenized texts, from one run per batch: only the asked ones are read. The
+ * multi-vector answer is bounded like a ColBERT one (one vector per real token after CLS).
+ */
+export async function hybridEmbeddings(model: HybridModel, encoded: Encoded[], outputs: readonly HybridOutput[], signal: AbortSignal, maxVectors: number) {
+  checkHybridOutputs(outputs, model.hybrid.layout, model.name);
+  const sparse = outputs.includes("sparse");
+  const multiVector = outputs.includes("multi_vector");
+  if (multiVector) {
+    let vectors = 0;
+    for (const e of encoded) vectors += Math.max(0, e.ids.length - 1);
+    checkVectorCount(vectors, maxVectors, "input");
+  }
+  return model.engine.submit(encoded.map((e) => ({ ...e, sparse, multiVector })), signal);
 }
 
 /** Rows of a row-major matrix as nested lists (the float encoding of a multi-vector embedding). */
@@ -97,6 +118,54 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         input = typeof input[0] === "number" ? texts[0]! : texts;
       }
       const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type, task: body.task };
+      const outputs = parseOutputs(body.output);
+      if (model.task !== "hybrid" && body.output !== undefined && body.output !== null) {
+        const kind = OUTPUT_OF_TASK[model.task]!;
+        if (outputs.length !== 1 || outputs[0] !== kind) {
+          throw new InvalidInput(`model "${model.name}" gives ${kind} vectors only; \`output\` ${outputs.join(", ")} needs a hybrid (bge-m3) model`, "output");
+        }
+      }
+      if (model.task === "hybrid" && !(outputs.length === 1 && outputs[0] === "dense")) {
+        if (tower) throw new InvalidInput(`model "${model.name}" embeds text only`, "modality");
+        const format = body.encoding_format ?? "float";
+        if (format !== "float" && format !== "base64") throw new InvalidInput("sparse and multi-vector outputs are answered as float or base64 only", "encoding_format");
+        if (body.dimensions && !outputs.includes("dense")) throw new InvalidInput("dimensions applies to the dense output only", "dimensions");
+        const dimensions = checkDimensions(model, body.dimensions, "dimensions");
+        const pruning = { topK: body.top_k, threshold: body.threshold };
+        checkPruning(pruning);
+        const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
+        const { results, queueMs, inferenceMs } = await hybridEmbeddings(model, encoded, outputs, request.signal, ctx.config.maxVectorsPerRequest);
+        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+        const base64 = format === "base64";
+        const sparseOf = (index: number) => {
+          const v = pruneSparse(results[index]!.sparse!, pruning);
+          return { indices: Array.from(v.indices), values: Array.from(v.values) };
+        };
+        const multiOf = (index: number) => {
+          const m = results[index]!.multiVector!;
+          return base64 ? bytesBase64(m.data) : matrixRows(m.data, m.rows, m.dim);
+        };
+        const shapeOf = (index: number) => (base64 && outputs.includes("multi_vector") ? { shape: [results[index]!.multiVector!.rows, results[index]!.multiVector!.dim] } : {});
+        return {
+          object: "list" as const,
+          data: results.map((r, index) => {
+            if (typeof body.output === "string") {
+              return { object: "embedding" as const, embedding: outputs[0] === "sparse" ? sparseOf(index) : multiOf(index), ...shapeOf(index), index };
+            }
+            // A list of outputs: one object per input holding each asked output in its own shape.
+            const embedding: Record<string, unknown> = {};
+            for (const o of outputs) {
+              if (o === "dense") embedding.dense = encodeVector(finishEmbedding(r.dense, dimensions, body.normalize !== false), "float", base64);
+              else if (o === "sparse") embedding.sparse = sparseOf(index);
+              else embedding.multi_vector = multiOf(index);
+            }
+            return { object: "embedding" as const, embedding, ...shapeOf(index), index };
+          }),
+          model: model.name,
+          usage: usageOf(encoded),
+          ...responseMeta("embd"),
+        };
+      }
       if (model.task === "multivector") {
         if (tower) throw new InvalidInput(`model "${model.name}" embeds text only`, "modality");
         if (body.dimensions) throw new InvalidInput("dimensions does not apply to a multi-vector model", "dimensions");

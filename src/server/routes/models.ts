@@ -23,9 +23,9 @@ function describe(e: ModelEntry) {
     dtype: layout.dtype,
     max_length: layout.maxLength,
     // A ColBERT model's vectors have the size of its last Dense projection (known before loading for PyLate folders).
-    dimensions: task === "embed" ? layout.hiddenSize : task === "multivector" ? (layout.dense.at(-1)?.outFeatures ?? null) : null,
+    dimensions: task === "embed" || task === "hybrid" ? layout.hiddenSize : task === "multivector" ? (layout.dense.at(-1)?.outFeatures ?? null) : null,
     // "sentence_embedding" when the export pools inside its graph (known once loaded).
-    pooling: task === "embed" ? poolingOf(layout, m?.session ?? null).method : task === "sparse" ? `splade (${layout.sparse!.poolingStrategy}, ${layout.sparse!.activation})` : null,
+    pooling: task === "embed" ? poolingOf(layout, m?.session ?? null).method : task === "hybrid" ? layout.pooling : task === "sparse" ? `splade (${layout.sparse!.poolingStrategy}, ${layout.sparse!.activation})` : null,
     labels: layout.labels,
     batch_size: m ? m.engine.batchLimits.maxBatchSize : e.config.batchSize,
     max_batch_tokens: m ? m.engine.batchLimits.maxBatchTokens : e.config.maxBatchTokens || null,

@@ -97,7 +97,7 @@ export function teiInfo(ctx: ServerContext, m: ServedModel) {
   const labels = Object.fromEntries(m.layout.labels.map((l, i) => [String(i), l]));
   const label2id = Object.fromEntries(m.layout.labels.map((l, i) => [l, i]));
   const modelType =
-    m.task === "embed"
+    m.task === "embed" || m.task === "hybrid"
       ? { embedding: { pooling: m.layout.pooling } }
       : m.task === "rerank"
         ? { reranker: { id2label: labels, label2id } }
@@ -227,6 +227,7 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
         const named = { ...merged, model: model.name };
         switch (model.task) {
           case "embed":
+          case "hybrid":
             if (typeof b.inputs === "object" && b.inputs !== null && !Array.isArray(b.inputs)) {
               return similarity(checkShape(TeiSimilarityRequest, { ...b, model: model.name }, "HF sentence-similarity shape"), request.signal, set);
             }

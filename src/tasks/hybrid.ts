@@ -1,0 +1,154 @@
+// bge-m3-style hybrid encoders: dense, lexical (sparse) and multi-vector outputs from one run (FlagEmbedding's
+// BGEM3FlagModel). Dense: the CLS state, L2-normalised. Lexical weights: relu(sparse_linear(h)) per token, the largest
+// per token id, the tokenizer's cls/eos/pad/unk ids and zero weights dropped. Multi-vector: colbert_linear(h) of the
+// real tokens after CLS, each L2-normalised. Which outputs a batch reads is the union of what its rows asked for.
+import type { HybridLayout, Pooling } from "../model/layout";
+import type { BatchTensors, ModelSession } from "../model/session";
+import type { Runner } from "../engine/engine";
+import { buildTensors, rowExtents, type PaddingSide } from "../engine/engine";
+import type { BatchInput } from "../engine/inputs";
+import type { Encoded } from "../tokenize/encode";
+import { InvalidInput, ModelLoadError } from "../errors";
+import { l2normalize, pool } from "./embed";
+import type { MultiVector } from "./multivector";
+import type { SparseVector } from "./sparse";
+
+/** The outputs a hybrid model gives, by their API names. */
+export const HYBRID_OUTPUTS = ["dense", "sparse", "multi_vector"] as const;
+export type HybridOutput = (typeof HYBRID_OUTPUTS)[number];
+
+/** A tokenized input and which of the costly outputs it needs (dense is always read: it is one row). */
+export type HybridInput = Encoded & { sparse: boolean; multiVector: boolean };
+
+export interface HybridResult {
+  dense: Float32Array;
+  sparse: SparseVector | null;
+  multiVector: MultiVector | null;
+}
+
+export interface HybridBatch {
+  tensors: BatchTensors;
+  /** What each row asked for. */
+  rows: Array<{ sparse: boolean; multiVector: boolean }>;
+}
+
+/**
+ * The outputs a request asks for: a name or a list of names (no repeats), checked against what the model serves.
+ * Absent: dense.
+ */
+export function parseOutputs(output: unknown, param = "output"): HybridOutput[] {
+  if (output === undefined || output === null) return ["dense"];
+  const list = typeof output === "string" ? [output] : output;
+  const known = HYBRID_OUTPUTS as readonly string[];
+  if (!Array.isArray(list) || list.length === 0 || list.some((x) => typeof x !== "string" || !known.includes(x))) {
+    throw new InvalidInput(`\`${param}\` must be one of ${HYBRID_OUTPUTS.join(", ")} or a non-empty list of them`, param);
+  }
+  if (new Set(list).size !== list.length) throw new InvalidInput(`\`${param}\` names an output twice`, param);
+  return list as HybridOutput[];
+}
+
+/** Refuses outputs the model cannot give (heads this server does not load), with the reason. */
+export function checkHybridOutputs(outputs: readonly HybridOutput[], layout: HybridLayout, model: string, param = "output"): void {
+  const missing = outputs.filter((o) => (o === "sparse" && !layout.sparseOutput) || (o === "multi_vector" && !layout.colbertOutput));
+  if (missing.length) {
+    throw new InvalidInput(`model "${model}" does not serve ${missing.join(" or ")} vectors: ${layout.unavailable ?? "its export lacks those outputs"}`, param);
+  }
+}
+
+export function hybridBatches(padId: number, side: PaddingSide): BatchInput<HybridInput, HybridBatch> {
+  return {
+    lengthOf: (x) => x.ids.length,
+    assemble(inputs) {
+      const tensors = buildTensors(inputs, padId, side);
+      return {
+        tensors: { tensors, rows: inputs.map((x) => ({ sparse: x.sparse, multiVector: x.multiVector })) },
+        padded: tensors.batch * tensors.seqLen,
+      };
+    },
+  };
+}
+
+/** Token ids that never get a lexical weight: the tokenizer's cls, eos, pad and unk tokens. */
+export function unusedTokenIds(tokenizerConfig: Record<string, unknown>, tokenId: (t: string) => number | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const key of ["cls_token", "eos_token", "pad_token", "unk_token"]) {
+    const t = tokenizerConfig[key];
+    const id = typeof t === "string" ? tokenId(t) : undefined;
+    if (id !== undefined) out.add(id);
+  }
+  return out;
+}
+
+/** Row b's lexical weights from per-token weights [B, T] or [B, T, 1]: max per token id, ascending ids. */
+export function lexicalWeights(weights: Float32Array, seq: number, b: number, ids: Int32Array, start: number, length: number, unused: ReadonlySet<number>): SparseVector {
+  const best = new Map<number, number>();
+  for (let t = 0; t < length; t++) {
+    const p = start + t;
+    const id = ids[b * seq + p]!;
+    if (unused.has(id)) continue;
+    const w = weights[b * seq + p]!;
+    if (!(w > 0)) continue;
+    const had = best.get(id);
+    if (had === undefined || w > had) best.set(id, w);
+  }
+  const indices = Int32Array.from([...best.keys()].sort((x, y) => x - y));
+  const values = Float32Array.from(indices, (i) => best.get(i)!);
+  return { indices, values };
+}
+
+/**
+ * Row b's multi-vectors from a [B, S, H] output: the real tokens after the first (CLS), each L2-normalised. S is
+ * the padded length (position p at index p) or one less (the export already dropped CLS: position p at p - 1).
+ */
+export function colbertRows(vecs: Float32Array, dims: readonly number[], seqLen: number, b: number, start: number, length: number): MultiVector {
+  const s = dims[1]!;
+  const h = dims[2]!;
+  const shift = s === seqLen ? 0 : s === seqLen - 1 ? 1 : -1;
+  if (shift < 0) throw new Error(`multi-vector output has ${s} positions for ${seqLen} tokens`);
+  const rows = Math.max(0, length - 1);
+  const data = new Float32Array(rows * h);
+  for (let r = 0; r < rows; r++) {
+    const o = (b * s + start + 1 + r - shift) * h;
+    data.set(l2normalize(vecs.slice(o, o + h)), r * h);
+  }
+  return { data, rows, dim: h };
+}
+
+/** Runs a hybrid batch, fetching only the outputs some row needs, and reads each row. */
+export function hybridRunner(session: ModelSession, layout: HybridLayout, pooling: Pooling, unused: ReadonlySet<number>): Runner<HybridResult, HybridBatch> {
+  for (const name of [layout.denseOutput, layout.sparseOutput, layout.colbertOutput]) {
+    if (name && !session.outputNames.includes(name)) throw new ModelLoadError(`the bge-m3 export has no ${name} output (it has ${session.outputNames.join(", ")})`);
+  }
+  return {
+    async run(batch) {
+      const t = batch.tensors;
+      const wantSparse = batch.rows.some((r) => r.sparse) && layout.sparseOutput !== null;
+      const wantMulti = batch.rows.some((r) => r.multiVector) && layout.colbertOutput !== null;
+      const names = [layout.denseOutput];
+      if (wantSparse) names.push(layout.sparseOutput!);
+      if (wantMulti) names.push(layout.colbertOutput!);
+      const outs = await session.runMany(t, names);
+      const dense = outs[0]!;
+      const sparse = wantSparse ? outs[1]! : null;
+      const colbert = wantMulti ? outs[names.length - 1]! : null;
+      if (sparse && (sparse.dims[1] !== t.seqLen || sparse.data.length !== t.batch * t.seqLen)) {
+        throw new Error(`lexical weights output has shape [${sparse.dims.join(", ")}], expected [${t.batch}, ${t.seqLen}, 1]`);
+      }
+      const { lengths, starts } = rowExtents(t);
+      const results: HybridResult[] = new Array(t.batch);
+      for (let b = 0; b < t.batch; b++) {
+        let d: Float32Array;
+        if (dense.dims.length === 2) {
+          const h = dense.dims[1]!;
+          d = dense.data.slice(b * h, (b + 1) * h);
+        } else d = pool(dense.data, dense.dims, b, lengths[b]!, pooling, 0, starts[b]!);
+        results[b] = {
+          dense: d,
+          sparse: sparse && batch.rows[b]!.sparse ? lexicalWeights(sparse.data, t.seqLen, b, t.inputIds, starts[b]!, lengths[b]!, unused) : null,
+          multiVector: colbert && batch.rows[b]!.multiVector ? colbertRows(colbert.data, colbert.dims, t.seqLen, b, starts[b]!, lengths[b]!) : null,
+        };
+      }
+      return results;
+    },
+  };
+}
