@@ -28,6 +28,7 @@ import { colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunne
 import { imageConfigFrom, pixelShape } from "../media/image";
 import type { TaskReader } from "../tasks/task";
 import { hybridBatches, hybridRunner, unusedTokenIds, type HybridBatch, type HybridInput, type HybridResult } from "../tasks/hybrid";
+import { TOKEN_STATE_OUTPUTS, tokenStatesOutput, tokenStatesReader } from "../tasks/token-states";
 import { Encoder, padTokenId, type EncodeOptions, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
 import { Lifecycle, ModelSlot, type LifecycleSettings, type ModelState } from "./lifecycle";
@@ -93,7 +94,7 @@ export interface MediaTower {
 }
 
 export type ServedModel =
-  | (Base & { task: "embed"; engine: Engine<Float32Array>; media: MediaTower | null })
+  | (Base & { task: "embed"; engine: Engine<Float32Array>; media: MediaTower | null; tokens: TokenStates })
   | (Base & { task: "rerank"; engine: Engine<number> })
   | (Base & { task: "classify"; engine: Engine<Float32Array> })
   | (Base & { task: "sparse"; engine: Engine<SparseVector> })
@@ -116,6 +117,12 @@ export interface ColPaliModel {
   /** Decodes and preprocesses image files in the media workers: one pixel_values tensor per file. */
   prepare(files: Uint8Array[]): Promise<Float32Array[]>;
 }
+
+/**
+ * A dense embedder's per-token states (/embed_all): an engine reading the export's last_hidden_state on the model's
+ * session, or (a string) why the model has none.
+ */
+export type TokenStates = Engine<MultiVector> | string;
 
 /** A ColBERT model's settings and resolved tokens; dim is the projection's size when known before a run. */
 export interface ColbertModel {
@@ -240,7 +247,7 @@ async function templateTokens(encoder: Encoder, t: RerankTemplate, maxLength: nu
 
 /** The engines of a model: its text engine, and its media tower's (or ColPali's image engine) when it has one. */
 function enginesOf(m: ServedModel): Array<Engine<any, any, any>> {
-  if (m.task === "embed" && m.media) return [m.engine, m.media.engine];
+  if (m.task === "embed") return [m.engine, ...(m.media ? [m.media.engine] : []), ...(typeof m.tokens === "string" ? [] : [m.tokens])];
   if (m.task === "multivector" && m.colpali) return [m.engine, m.colpali.images];
   return [m.engine];
 }
@@ -330,7 +337,7 @@ export class Registry {
    * By served name; with one model configured, any name (or none); with several and no name (or
    * "default/not-specified"), the one model that can serve the capability, when there is exactly one.
    */
-  private slotFor(name: string | undefined, capability: Capability): ModelSlot<ServedModel> {
+  private slotFor(name: string | undefined, capability: Capability, route: string): ModelSlot<ServedModel> {
     let slot: ModelSlot<ServedModel> | undefined;
     if (name !== undefined && UNNAMED_MODELS.includes(name)) name = undefined;
     const able = [...this.slots.values()].filter((s) => capabilitiesOf(s.layout.task).includes(capability));
@@ -347,8 +354,8 @@ export class Registry {
         name !== undefined
           ? `model "${name}" is not served; served models: ${names.join(", ")}`
           : able.length === 0
-            ? `no served model serves ${ROUTE_OF[capability]}; served models: ${[...this.slots.values()].map((s) => `${s.name} (${routes(s)})`).join(", ")}`
-            : `several models serve ${ROUTE_OF[capability]}; name one in \`model\`: ${able.map((s) => s.name).join(", ")}`,
+            ? `no served model serves ${route}; served models: ${[...this.slots.values()].map((s) => `${s.name} (${routes(s)})`).join(", ")}`
+            : `several models serve ${route}; name one in \`model\`: ${able.map((s) => s.name).join(", ")}`,
         "model",
       );
     }
@@ -359,12 +366,12 @@ export class Registry {
    * The model for a request: by served name; with one model configured, any name (or none) selects it. A model
    * that is not loaded is loaded first (concurrent requests share the load), waiting at most --model-load-timeout.
    */
-  async lookup(name: string | undefined, capability: Capability): Promise<ServedModel> {
-    const slot = this.slotFor(name, capability);
+  async lookup(name: string | undefined, capability: Capability, route: string = ROUTE_OF[capability]): Promise<ServedModel> {
+    const slot = this.slotFor(name, capability, route);
     const served = capabilitiesOf(slot.layout.task);
     if (!served.includes(capability)) {
       throw new CapabilityMismatch(
-        `model "${slot.name}" is a ${slot.layout.task} model and serves ${served.map((c) => ROUTE_OF[c]).join(" and ")}, not ${ROUTE_OF[capability]}`,
+        `model "${slot.name}" is a ${slot.layout.task} model and serves ${served.map((c) => ROUTE_OF[c]).join(" and ")}, not ${route}`,
         "model",
       );
     }
@@ -440,7 +447,10 @@ export class Registry {
       log.warn("--pooling-method ignored: the export pools inside its graph (sentence_embedding output)", { model: m.name, pooling_method: m.layout.pooling });
     }
     m.engine.start();
-    if (m.task === "embed") m.media?.engine.start();
+    if (m.task === "embed") {
+      m.media?.engine.start();
+      if (typeof m.tokens !== "string") m.tokens.start();
+    }
     if (m.task === "multivector") m.colpali?.images.start();
     log.info("model ready", {
       model: m.name,
@@ -595,7 +605,8 @@ export class Registry {
         prepare: (files) => pool.process(mediaKey, files),
       };
       const bytes = sessionBytes();
-      return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, textRunner, tokenBatches(padId, layout.paddingSide, media.textLength), limits, this.metrics), media: tower };
+      const tokens = `its text tower gives pooled ${media.modality === "image" ? "image-text" : "audio-text"} projections, not per-token states`;
+      return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, textRunner, tokenBatches(padId, layout.paddingSide, media.textLength), limits, this.metrics), media: tower, tokens };
     }
     if (layout.colpali) {
       if (!this.mediaPool) throw new ModelLoadError("ColPali models need the media worker pool");
@@ -637,8 +648,13 @@ export class Registry {
     const bytes = sessionBytes();
     const measured = { ...base, memoryBytes: bytes, sessionBytes: bytes };
     switch (layout.task) {
-      case "embed":
-        return { ...measured, task: "embed", engine: engine(embedReader(layout.pooling, undefined, denseHead(layout, session))), media: null };
+      case "embed": {
+        // Per-token states come from the same session, on their own engine (their results are matrices).
+        const tokens: TokenStates = tokenStatesOutput(session.outputNames)
+          ? engine(tokenStatesReader)
+          : `its ONNX export gives only pooled outputs (${session.outputNames.join(", ")}), no per-token ${TOKEN_STATE_OUTPUTS.join(" / ")}`;
+        return { ...measured, task: "embed", engine: engine(embedReader(layout.pooling, undefined, denseHead(layout, session))), media: null, tokens };
+      }
       case "rerank":
         return { ...measured, task: "rerank", engine: engine(template?.yes !== undefined ? yesNoReader(template.yes, template.no!) : rerankReader) };
       case "classify":
@@ -749,6 +765,7 @@ export class Registry {
     const tokens = tokenBudgetWithin(budgetMb, m.sessionBytes, m.activationBytesPerToken, m.layout.maxLength, m.name);
     if (tokens < m.engine.batchLimits.maxBatchTokens) {
       m.engine.setMaxBatchTokens(tokens);
+      if (m.task === "embed" && typeof m.tokens !== "string") m.tokens.setMaxBatchTokens(tokens);
       log.info("memory budget lowers the batch token budget", { model: m.name, max_batch_tokens: tokens, budget_mb: budgetMb });
     }
   }

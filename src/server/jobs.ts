@@ -238,6 +238,54 @@ export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortS
   return { model, vectors, ...report };
 }
 
+/** TEI's /embed_all: per-token states of each input (texts or model-vocabulary ids), prompts as on /embed. */
+export type EmbedAllJob = Pick<EmbedJob, "model" | "inputs" | "field" | "promptName" | "inputType" | "truncation">;
+
+export interface EmbedAllOutcome extends JobReport {
+  model: EmbedModel;
+  /** Per input: one row of the model's hidden size per real token. */
+  tokens: MultiVector[];
+}
+
+/**
+ * Per-token hidden states. Served by dense embedders whose export gives last_hidden_state; the answer's size is
+ * bounded by --max-vectors-per-request before anything runs. Not cached (results are matrices).
+ */
+export async function runEmbedAll(ctx: ServerContext, job: EmbedAllJob, signal: AbortSignal): Promise<EmbedAllOutcome> {
+  const found = await ctx.registry.lookup(job.model, "embed", "/embed_all");
+  if (found.task !== "embed" || typeof found.tokens === "string") {
+    const why =
+      found.task === "embed"
+        ? (found.tokens as string)
+        : found.task === "sparse"
+          ? "it is a sparse model: its token weights are served by /embed_sparse"
+          : found.task === "multivector"
+            ? "it is a multi-vector (ColBERT) model: its token vectors are served by /embeddings"
+            : found.task === "hybrid"
+              ? 'it is a bge-m3 (hybrid) model: its token vectors are served by /embeddings with output "multi_vector"'
+              : `it is a ${found.task} model`;
+    throw new CapabilityMismatch(`model "${found.name}" cannot serve /embed_all: ${why}`, "model");
+  }
+  const model = found;
+  const engine = found.tokens;
+  const { encode, keys } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType });
+  const t = job.truncation;
+  const encoded = await encode(keys.map((_, i) => i), { direction: t.direction, exactLengths: !t.truncate });
+  if (!t.truncate) refuseTooLong(model, encoded, job.field);
+  let vectors = 0;
+  for (const e of encoded) vectors += e.ids.length;
+  const max = ctx.config.maxVectorsPerRequest;
+  if (vectors > max) {
+    throw new TooManyVectors(`this request would return ${vectors} token vectors; at most ${max} are returned per request (--max-vectors-per-request): send fewer or shorter inputs`, job.field.name);
+  }
+  const truncated: number[] = [];
+  encoded.forEach((e, i) => wasTruncated(e) && truncated.push(i));
+  if (truncated.length) ctx.metrics.truncated.inc({ model: model.name }, truncated.length);
+  const out = await engine.submit(encoded, signal);
+  const usage = usageOfCounts(encoded.map((e) => e.ids.length));
+  return { model, tokens: out.results, usage, queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated, hits: 0 };
+}
+
 export interface RerankJob {
   model: string | undefined;
   query: string;

@@ -269,6 +269,20 @@ export const TeiEmbedRequest = t.Object(
 
 export const TeiEmbedResponse = t.Array(t.Array(t.Number()));
 
+export const TeiEmbedAllRequest = t.Object(
+  {
+    inputs: TeiInputs,
+    model: ModelName,
+    truncate: Truncate,
+    truncation_direction: TruncationDirection,
+    prompt_name: t.Optional(t.Union([t.String(), t.Null()], { error: "`prompt_name` must be a string" })),
+    input_type: t.Optional(t.String({ description: "query | document | ...: picks the model's prompt for that kind of input" })),
+  },
+  { additionalProperties: true },
+);
+
+export const TeiEmbedAllResponse = t.Array(t.Array(t.Array(t.Number())), { description: "per input, one vector of the model's hidden size per token" });
+
 const TextOrPair = t.Union([t.String(), t.Array(t.String(), { minItems: 1, maxItems: 2 })]);
 export const TeiPredictRequest = t.Object(
   {

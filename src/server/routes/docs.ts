@@ -5,7 +5,7 @@ import { router, type ServerContext } from "../context";
 import { t } from "elysia";
 import {
   ClassifyRequest, ClassifyResponse, CohereEmbedRequest, CohereEmbedResponse, EmbeddingsRequest, EmbeddingsResponse, EmbedSparseRequest, EmbedSparseResponse,
-  ErrorResponse, HfInferenceRequest, ModelsResponse, RerankRequest, RerankResponse, TeiDecodeRequest, TeiDecodeResponse, TeiEmbedRequest, TeiEmbedResponse,
+  ErrorResponse, HfInferenceRequest, ModelsResponse, RerankRequest, RerankResponse, TeiDecodeRequest, TeiDecodeResponse, TeiEmbedAllRequest, TeiEmbedAllResponse, TeiEmbedRequest, TeiEmbedResponse,
   TeiInfoResponse, TeiPredictRequest, TeiPredictResponse, TeiRerankRequest, TeiRerankResponse, TeiSimilarityRequest, TeiSimilarityResponse, TeiTokenizeRequest,
   TeiTokenizeResponse, VoyageRerankResponse,
 } from "../schemas";
@@ -44,6 +44,7 @@ export function openApiDocument(ctx: ServerContext): Record<string, unknown> {
       t.Union([RerankResponse, VoyageRerankResponse, TeiRerankResponse]),
     );
     paths[`${base}/embed`] = post("Embed texts (TEI)", TeiEmbedRequest, TeiEmbedResponse);
+    paths[`${base}/embed_all`] = post("Per-token vectors (TEI): the last hidden state of every token of each input", TeiEmbedAllRequest, TeiEmbedAllResponse);
     paths[`${base}/predict`] = post("Classify texts or pairs (TEI)", TeiPredictRequest, TeiPredictResponse);
     paths[`${base}/similarity`] = post("Cosine similarity of a source sentence to sentences (TEI)", TeiSimilarityRequest, TeiSimilarityResponse);
     paths[`${base}/tokenize`] = post("Tokenize (TEI)", TeiTokenizeRequest, TeiTokenizeResponse);

@@ -6,16 +6,17 @@ import { InvalidInput, ModelNotFound } from "../../errors";
 import { capabilitiesOf, UNNAMED_MODELS, type Capability, type ServedModel } from "../../engine/registry";
 import { promptFor } from "../../tasks/embed";
 import { router, type ServerContext } from "../context";
-import { reportHeaders, runClassify, runEmbed, type EmbedJob } from "../jobs";
+import { reportHeaders, runClassify, runEmbed, runEmbedAll, type EmbedAllJob, type EmbedJob } from "../jobs";
 import { teiRerank } from "./rerank";
 import {
-  HfInferenceRequest, TeiDecodeRequest, TeiEmbedRequest, TeiPredictRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest,
+  HfInferenceRequest, TeiDecodeRequest, TeiEmbedAllRequest, TeiEmbedRequest, TeiPredictRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest,
 } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 import { checkShape } from "../validate-shape";
 import { API_VERSION } from "./docs";
 import { servedName } from "./served";
 import { truncationOf } from "./tei-shapes";
+import { matrixRows } from "./embeddings";
 import type { Static } from "@sinclair/typebox";
 
 
@@ -46,7 +47,8 @@ async function anyModel(ctx: ServerContext, name: string | undefined, hint?: Cap
   return ctx.registry.lookup(entry.name, capabilitiesOf(entry.layout.task)[0]!);
 }
 
-function embedJobOf(body: Static<typeof TeiEmbedRequest>, name: string | undefined): EmbedJob {
+/** TEI's inputs, prompt and truncation fields (shared by /embed and /embed_all) as a job's. */
+function teiInputsOf(body: Static<typeof TeiEmbedAllRequest>, name: string | undefined): EmbedAllJob {
   const inputs = body.inputs;
   const ids = Array.isArray(inputs) && inputs.length > 0 && typeof inputs[0] !== "string";
   return {
@@ -57,6 +59,12 @@ function embedJobOf(body: Static<typeof TeiEmbedRequest>, name: string | undefin
     promptName: body.prompt_name ?? undefined,
     inputType: body.input_type,
     truncation: truncationOf(body.truncate, body.truncation_direction),
+  };
+}
+
+function embedJobOf(body: Static<typeof TeiEmbedRequest>, name: string | undefined): EmbedJob {
+  return {
+    ...teiInputsOf(body, name),
     dimensions: body.dimensions,
     normalize: body.normalize !== false,
   };
@@ -173,6 +181,19 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
       body: TeiEmbedRequest,
       detail: { summary: "Embed texts (TEI): one vector per input", tags: ["tei"] },
     })
+    .post(
+      "/embed_all",
+      async ({ body, request, set }) => {
+        const t0 = performance.now();
+        const out = await runEmbedAll(ctx, teiInputsOf(body, servedName(fixedModel, body.model)), request.signal);
+        reportHeaders(ctx, set, t0, out);
+        return out.tokens.map((m) => matrixRows(m.data, m.rows, m.dim));
+      },
+      {
+        body: TeiEmbedAllRequest,
+        detail: { summary: "Per-token vectors (TEI): the model's last hidden state for every token of each input, special tokens included", tags: ["tei"] },
+      },
+    )
     .post("/predict", ({ body, request, set }) => predict(body, request.signal, set, false), {
       body: TeiPredictRequest,
       detail: { summary: "Classify texts or text pairs (TEI): labels with scores, best first", tags: ["tei"] },
