@@ -407,3 +407,15 @@ export const CohereEmbedResponse = t.Object({
   meta: t.Object({ api_version: t.Object({ version: t.String() }), billed_units: t.Object({ input_tokens: t.Integer() }) }),
   response_type: t.Literal("embeddings_by_type"),
 });
+
+/** Cohere v1 embed: plain float vectors without embedding_types, v2's by-type object with them. */
+export const CohereV1EmbedResponse = t.Union([
+  t.Object({
+    id: t.String(),
+    embeddings: t.Array(t.Array(t.Number())),
+    texts: t.Array(t.String()),
+    meta: t.Object({ api_version: t.Object({ version: t.String() }), billed_units: t.Object({ input_tokens: t.Integer() }) }),
+    response_type: t.Literal("embeddings_floats"),
+  }),
+  CohereEmbedResponse,
+]);

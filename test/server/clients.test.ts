@@ -1,6 +1,6 @@
 // Real client packages from npm against a live server on 127.0.0.1, each used as its docs say, with results compared
 // to the fixtures' reference outputs (sentence-transformers / transformers), not just "no error": openai,
-// cohere-ai (v1 rerank, v2 rerank, v2 embed with every embedding type), @huggingface/inference (endpoint(url):
+// cohere-ai (v1 rerank, v2 rerank, v1 embed, v2 embed with every embedding type), @huggingface/inference (endpoint(url):
 // featureExtraction, textClassification), @langchain/openai, ai with @ai-sdk/openai-compatible and @ai-sdk/cohere.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createCohere } from "@ai-sdk/cohere";
@@ -91,6 +91,29 @@ describe("Cohere clients", () => {
     e.int8!.forEach((v, i) => expect(maxAbsDiff(v, q.int8[i])).toBeLessThanOrEqual(1));
     e.uint8!.forEach((v, i) => expect(maxAbsDiff(v, q.uint8[i])).toBeLessThanOrEqual(1));
     expect(e.base64).toHaveLength(5);
+  });
+
+  test("cohere-ai v1 embed (POST /v1/embed): embeddings_floats without types, embeddings_by_type with them", async () => {
+    const q = await reference("quantize");
+    const client = new CohereClient({ token: "sk-test", environment: url });
+    const floats = await client.embed({ model: "bge", texts: q.texts.slice(0, 5), inputType: "search_document" });
+    expect(floats.responseType).toBe("embeddings_floats");
+    if (floats.responseType !== "embeddings_floats") throw new Error("unreachable");
+    expect(floats.embeddings).toHaveLength(5);
+    floats.embeddings.forEach((v, i) => expect(maxAbsDiff(v, q.float[i])).toBeLessThanOrEqual(1e-4));
+    expect(floats.texts).toEqual(q.texts.slice(0, 5));
+    expect(floats.meta?.billedUnits?.inputTokens).toBeGreaterThan(0);
+    const typed = await client.embed({ model: "bge", texts: q.texts.slice(0, 5), embeddingTypes: ["float", "binary", "ubinary", "int8"], truncate: "END" });
+    expect(typed.responseType).toBe("embeddings_by_type");
+    if (typed.responseType !== "embeddings_by_type") throw new Error("unreachable");
+    typed.embeddings.float!.forEach((v, i) => expect(maxAbsDiff(v, q.float[i])).toBeLessThanOrEqual(1e-4));
+    expect(typed.embeddings.binary).toEqual(q.binary.slice(0, 5));
+    expect(typed.embeddings.ubinary).toEqual(q.ubinary.slice(0, 5));
+    typed.embeddings.int8!.forEach((v, i) => expect(maxAbsDiff(v, q.int8[i])).toBeLessThanOrEqual(1));
+    // A too-long text with truncate NONE: the client raises the server's 413.
+    // (cohere-ai's HttpResponsePromise is a thenable of its own: awaited here, not handed to expect().rejects.)
+    const refused = await client.embed({ model: "bge", texts: ["word ".repeat(300)], truncate: "NONE" }).then(() => null, (e: unknown) => e);
+    expect(refused).toMatchObject({ statusCode: 413 });
   });
 
   test("ai rerank through @ai-sdk/cohere (/v2/rerank)", async () => {

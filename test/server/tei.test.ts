@@ -290,6 +290,13 @@ describe("bad input on the new routes: one error shape, 4xx, the server keeps se
     ["v2 embed: truncate lowercase", "/v2/embed", { texts: ["a"], model: "bge", truncate: "end" }, 400],
     ["v2 embed: images", "/v2/embed", { images: ["data:"], model: "bge" }, 400],
     ["v2 embed: output_dimension too large", "/v2/embed", { texts: ["a"], model: "bge", output_dimension: 4096 }, 400],
+    ["v1 embed: neither inputs nor texts", "/v1/embed", { model: "bge", query: "x" }, 400],
+    ["v1 embed: texts a string", "/v1/embed", { texts: "a", model: "bge" }, 400],
+    ["v1 embed: unknown type", "/v1/embed", { texts: ["a"], model: "bge", embedding_types: ["int4"] }, 400],
+    ["v1 embed: empty types", "/v1/embed", { texts: ["a"], model: "bge", embedding_types: [] }, 400],
+    ["v1 embed: images", "/v1/embed", { images: ["data:"], model: "bge" }, 400],
+    ["v1 embed: body an array", "/v1/embed", [1], 400],
+    ["v1 embed: truncate NONE on a long text", "/v1/embed", { texts: ["word ".repeat(300)], model: "bge", truncate: "NONE" }, 413],
     ["embeddings: unknown encoding_format", "/embeddings", { input: "a", model: "bge", encoding_format: "int4" }, 400],
     ["HF root: classifier gets an object", "/models/classifier", { inputs: { a: 1 } }, 400],
     ["HF root: nothing to go on with several models", "/", { inputs: "x" }, 400],
@@ -303,7 +310,7 @@ describe("bad input on the new routes: one error shape, 4xx, the server keeps se
   }
 
   test("random bodies never get a 5xx, and the server still serves", async () => {
-    const paths = ["/embed", "/predict", "/similarity", "/tokenize", "/decode", "/rerank", "/v2/embed", "/", "/models/bge", "/models/classifier/predict"];
+    const paths = ["/embed", "/v1/embed", "/embed_all", "/predict", "/similarity", "/tokenize", "/decode", "/rerank", "/v2/embed", "/", "/models/bge", "/models/classifier/predict"];
     const values: unknown[] = [null, 0, -1, 1.5, "", "x", [], [""], [[]], [1, "a"], {}, { a: 1 }, true, "😀".repeat(3), [[1, 2], "a"]];
     const keys = ["inputs", "texts", "query", "ids", "documents", "model", "truncate", "dimensions", "embedding_types", "parameters", "top_k"];
     let seed = 7;

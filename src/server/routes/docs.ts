@@ -4,7 +4,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { router, type ServerContext } from "../context";
 import { t } from "elysia";
 import {
-  ClassifyRequest, ClassifyResponse, CohereEmbedRequest, CohereEmbedResponse, EmbeddingsRequest, EmbeddingsResponse, EmbedSparseRequest, EmbedSparseResponse,
+  ClassifyRequest, ClassifyResponse, CohereEmbedRequest, CohereEmbedResponse, CohereV1EmbedResponse, EmbeddingsRequest, EmbeddingsResponse, EmbedSparseRequest, EmbedSparseResponse,
   ErrorResponse, HfInferenceRequest, ModelsResponse, RerankRequest, RerankResponse, TeiDecodeRequest, TeiDecodeResponse, TeiEmbedAllRequest, TeiEmbedAllResponse, TeiEmbedRequest, TeiEmbedResponse,
   TeiInfoResponse, TeiPredictRequest, TeiPredictResponse, TeiRerankRequest, TeiRerankResponse, TeiSimilarityRequest, TeiSimilarityResponse, TeiTokenizeRequest,
   TeiTokenizeResponse, VoyageRerankResponse,
@@ -43,7 +43,11 @@ export function openApiDocument(ctx: ServerContext): Record<string, unknown> {
       t.Union([RerankRequest, TeiRerankRequest]),
       t.Union([RerankResponse, VoyageRerankResponse, TeiRerankResponse]),
     );
-    paths[`${base}/embed`] = post("Embed texts (TEI)", TeiEmbedRequest, TeiEmbedResponse);
+    paths[`${base}/embed`] = post(
+      "Embed texts: TEI shape (inputs: answer [[...]]) or Cohere v1 (texts: embeddings_floats / embeddings_by_type)",
+      t.Union([TeiEmbedRequest, CohereEmbedRequest]),
+      t.Union([TeiEmbedResponse, CohereV1EmbedResponse]),
+    );
     paths[`${base}/embed_all`] = post("Per-token vectors (TEI): the last hidden state of every token of each input", TeiEmbedAllRequest, TeiEmbedAllResponse);
     paths[`${base}/predict`] = post("Classify texts or pairs (TEI)", TeiPredictRequest, TeiPredictResponse);
     paths[`${base}/similarity`] = post("Cosine similarity of a source sentence to sentences (TEI)", TeiSimilarityRequest, TeiSimilarityResponse);

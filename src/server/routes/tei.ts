@@ -8,8 +8,9 @@ import { promptFor } from "../../tasks/embed";
 import { router, type ServerContext } from "../context";
 import { reportHeaders, runClassify, runEmbed, runEmbedAll, type EmbedAllJob, type EmbedJob } from "../jobs";
 import { teiRerank } from "./rerank";
+import { cohereV1Embed } from "./cohere";
 import {
-  HfInferenceRequest, TeiDecodeRequest, TeiEmbedAllRequest, TeiEmbedRequest, TeiPredictRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest,
+  CohereEmbedRequest, HfInferenceRequest, TeiDecodeRequest, TeiEmbedAllRequest, TeiEmbedRequest, TeiPredictRequest, TeiRerankRequest, TeiSimilarityRequest, TeiTokenizeRequest,
 } from "../schemas";
 import { checkCount, checkTexts } from "../validate";
 import { checkShape } from "../validate-shape";
@@ -21,6 +22,8 @@ import type { Static } from "@sinclair/typebox";
 
 
 type Set = { headers: Record<string, string | number> };
+
+const EMBED_SHAPES = "an embed body is TEI-shaped {inputs} or Cohere v1-shaped {texts}";
 
 /**
  * A model for routes that serve every task (/tokenize, /decode, /info, POST /): by name; the only model; with
@@ -177,10 +180,20 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
   };
 
   return router()
-    .post("/embed", ({ body, request, set }) => embed(body, request.signal, set), {
-      body: TeiEmbedRequest,
-      detail: { summary: "Embed texts (TEI): one vector per input", tags: ["tei"] },
-    })
+    .post(
+      "/embed",
+      ({ body, request, set }) => {
+        // One path, two shapes: Cohere's v1 clients post {texts} to /v1/embed, TEI's post {inputs}.
+        const b = body as Record<string, unknown> | null;
+        if (typeof b !== "object" || b === null || Array.isArray(b)) throw new InvalidInput(`the body must be a JSON object; ${EMBED_SHAPES}`);
+        if (b.inputs === undefined && (b.texts !== undefined || b.images !== undefined)) {
+          return cohereV1Embed(ctx, checkShape(CohereEmbedRequest, b, "Cohere v1 shape {texts}"), fixedModel, request.signal, set);
+        }
+        if (b.inputs === undefined) throw new InvalidInput(`\`inputs\` is required: ${EMBED_SHAPES}`, "inputs");
+        return embed(checkShape(TeiEmbedRequest, b, "TEI shape {inputs}"), request.signal, set);
+      },
+      { detail: { summary: "Embed texts: TEI shape {inputs} (one vector per input) or Cohere v1 {texts} (embeddings_floats / embeddings_by_type)", tags: ["tei"] } },
+    )
     .post(
       "/embed_all",
       async ({ body, request, set }) => {
