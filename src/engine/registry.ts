@@ -622,21 +622,12 @@ export class Registry {
       const pool = this.mediaPool;
       const mediaKey = `${key}#image`;
       await pool.load({ key: mediaKey, modality: "image", preprocessor: cp.preprocessor, imageSize: cp.imageSize, maxPixels: this.mediaLimits.maxImagePixels });
-      // Text batches feed one zero image when the graph takes a pixel_values batch smaller than the text's (the
-      // image is read only at image tokens, and queries have none); a graph that refuses it gets one per row.
-      let oneImage = true;
-      const queries = colpaliQueryRunner(session, output, shape, () => oneImage);
       const probe = await encoder.encodeBatch([colpaliQueryText(cp, tokens, "a"), colpaliQueryText(cp, tokens, "a b")]);
-      const rows = probe.map((e, i) => colpaliQueryInput(e, tokens, layout.maxLength, `probe[${i}]`));
       const batches = multiVectorBatches(padId);
-      try {
-        await queries.run(batches.assemble(rows).tensors);
-      } catch (e) {
-        oneImage = false;
-        log.info("ColPali graph needs one pixel_values row per text row", { model: key, error: (e as Error).message });
-        await queries.run(batches.assemble(rows).tensors);
-      }
-      // Each image costs its image tokens in the batch budget... as one input: a batch holds up to --batch-size images.
+      const probeBatch = batches.assemble(probe.map((e, i) => colpaliQueryInput(e, tokens, layout.maxLength, `probe[${i}]`))).tensors;
+      const { runner: queries, oneImage } = await colpaliQueryRunner(session, output, shape, probeBatch);
+      if (!oneImage) log.info("ColPali graph takes one pixel_values row per text row: queries are fed one zero image each", { model: key });
+      // Each image costs 1 in the batch budget: a batch holds up to --batch-size images.
       const images = new Engine<MultiVector, Float32Array, FeatureBatch>(`${key}/image`, colpaliImageRunner(session, output, tokens.imageIds), featureBatches(shape), { ...limits, maxBatchTokens: c.batchSize }, this.metrics);
       const bytes = sessionBytes();
       return {

@@ -102,23 +102,38 @@ function checkDims(dims: readonly number[]): void {
 
 /**
  * Text queries: token tensors plus zero pixel_values the graph does not read (no image token in the ids). One zero
- * image serves a whole batch when the graph accepts it (`oneImage`, probed at load), else one per row.
+ * image serves a whole batch when the graph accepts it, else one per row: `probe` (a small query batch) is run once
+ * with one image, and on failure the runner feeds one per row from then on (a graph that ties pixel_values' batch
+ * to the text's, as fastembed feeds Qdrant's export).
  */
-export function colpaliQueryRunner(session: ModelSession, output: string, pixelShape: readonly number[], oneImage: () => boolean): Runner<MultiVector, MultiVectorBatch> {
+export async function colpaliQueryRunner(
+  session: Pick<ModelSession, "runFeeds" | "inputNames" | "inputSpecs">,
+  output: string,
+  pixelShape: readonly number[],
+  probe: MultiVectorBatch,
+): Promise<{ runner: Runner<MultiVector, MultiVectorBatch>; oneImage: boolean }> {
   const size = pixelShape.reduce((a, b) => a * b, 1);
-  return {
+  let oneImage = true;
+  const runner: Runner<MultiVector, MultiVectorBatch> = {
     async run(t) {
-      const rows = oneImage() ? 1 : t.tensors.batch;
+      const rows = oneImage ? 1 : t.tensors.batch;
       const pixels: Feed = { data: new Float32Array(rows * size), dims: [rows, ...pixelShape] };
       const out = await session.runFeeds({ ...textFeeds(t.tensors, session.inputNames, session.inputSpecs), pixel_values: pixels }, output);
       checkDims(out.dims);
       return t.keeps.map((keep, b) => readMultiVector(out.data, out.dims, b, keep, []));
     },
   };
+  try {
+    await runner.run(probe);
+  } catch {
+    oneImage = false;
+    await runner.run(probe);
+  }
+  return { runner, oneImage };
 }
 
 /** Image documents: each image's pixel_values with the image prompt's ids; every position's vector is kept. */
-export function colpaliImageRunner(session: ModelSession, output: string, imageIds: Int32Array): Runner<MultiVector, FeatureBatch> {
+export function colpaliImageRunner(session: Pick<ModelSession, "runFeeds">, output: string, imageIds: Int32Array): Runner<MultiVector, FeatureBatch> {
   const n = imageIds.length;
   const keep = new Uint8Array(n).fill(1);
   return {

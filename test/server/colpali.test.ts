@@ -92,6 +92,14 @@ describe("ColPali parity with transformers' ColPali classes", () => {
   });
 });
 
+test("/models: a multi-vector model over text and image, with embedding_dim as its dimensions", async () => {
+  const json = await (await fetch(`${url}/models`)).json();
+  const m = json.data.find((x: { id: string }) => x.id === "colpali");
+  expect(m.modalities).toEqual(["text", "image"]);
+  expect(m.dimensions).toBe(32);
+  expect(m.capabilities).toEqual(["embed", "rerank"]);
+});
+
 describe("ColPali errors", () => {
   test("more image vectors than --max-vectors-per-request is a 413 before anything runs", async () => {
     const { status, json } = await postJson(`${url}/embeddings`, { model: "colpali", modality: "image", input: [...uris, ...uris, uris[0]] });

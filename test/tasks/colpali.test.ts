@@ -5,7 +5,9 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COLPALI_DEFAULTS, colpaliLayout, readLayout } from "../../src/model/layout";
-import { colpaliImageText, colpaliQueryInput, colpaliQueryText, colpaliTextKind, colpaliTokens } from "../../src/tasks/colpali";
+import { colpaliImageRunner, colpaliImageText, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTextKind, colpaliTokens } from "../../src/tasks/colpali";
+import { multiVectorBatches } from "../../src/tasks/multivector";
+import type { Feed } from "../../src/model/session";
 import { InputTooLong, InvalidInput, ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";
 
@@ -110,5 +112,59 @@ describe("ColPali inputs", () => {
     const short = async () => [9, 2, 5];
     await expect(colpaliTokens({ ...layout, imageTokenId: null }, { bos_token: "<bos>", pad_token: "<pad>" }, short, (t) => vocab[t], { before: 0, after: 0 }, () => undefined)).rejects.toThrow(/1 image tokens/);
     await expect(colpaliTokens(layout, { bos_token: "<bos>" }, tokenize, (t) => vocab[t], { before: 0, after: 0 }, () => undefined)).rejects.toThrow(/pad token/);
+  });
+});
+
+describe("ColPali runners", () => {
+  // A fake graph: every position's vector is [input_id, pixel rows seen, 0], so a test sees what was fed.
+  const fakeSession = (needsRowPerText: boolean) => {
+    const calls: Array<Record<string, Feed>> = [];
+    return {
+      calls,
+      inputNames: ["input_ids", "attention_mask", "pixel_values"],
+      inputSpecs: [],
+      async runFeeds(feeds: Record<string, Feed>) {
+        calls.push(feeds);
+        const [batch, seq] = feeds.input_ids!.dims as [number, number];
+        const rows = feeds.pixel_values!.dims[0]!;
+        if (needsRowPerText && rows !== batch) throw new Error(`pixel_values batch ${rows} != ${batch}`);
+        const data = new Float32Array(batch * seq * 3);
+        for (let i = 0; i < batch * seq; i++) data.set([Number(feeds.input_ids!.data[i]), rows, 0], i * 3);
+        return { name: "embeddings", data, dims: [batch, seq, 3] };
+      },
+    };
+  };
+  const input = (ids: number[]) => ({ ids: Int32Array.from(ids), attention: new Uint8Array(ids.length).fill(1), keep: new Uint8Array(ids.length).fill(1), tokens: ids.length });
+  const batch = multiVectorBatches(0).assemble([input([5, 6, 7]), input([8])]).tensors;
+
+  test("queries get one zero image per batch when the graph accepts it", async () => {
+    const s = fakeSession(false);
+    const { runner, oneImage } = await colpaliQueryRunner(s, "embeddings", [3, 2, 2], batch);
+    expect(oneImage).toBe(true);
+    const [a, b] = await runner.run(batch);
+    expect(s.calls.at(-1)!.pixel_values!.dims).toEqual([1, 3, 2, 2]);
+    expect([a!.rows, b!.rows]).toEqual([3, 1]);
+    // vectors are L2-normalised: [8, 1, 0] / |.|
+    expect(b!.data[0]).toBeCloseTo(8 / Math.hypot(8, 1), 6);
+  });
+
+  test("a graph that ties pixel_values' batch to the text's gets one zero image per row after the probe fails", async () => {
+    const s = fakeSession(true);
+    const { runner, oneImage } = await colpaliQueryRunner(s, "embeddings", [3, 2, 2], batch);
+    expect(oneImage).toBe(false);
+    await runner.run(batch);
+    expect(s.calls.at(-1)!.pixel_values!.dims).toEqual([2, 3, 2, 2]);
+    expect(Array.from(s.calls.at(-1)!.pixel_values!.data as Float32Array).every((v) => v === 0)).toBe(true);
+  });
+
+  test("images are fed the image prompt's ids, all attended, every position kept", async () => {
+    const s = fakeSession(true);
+    const runner = colpaliImageRunner(s, "embeddings", Int32Array.of(9, 9, 2, 4));
+    const pixels = new Float32Array(2 * 12).fill(0.5);
+    const out = await runner.run({ data: pixels, dims: [2, 3, 2, 2] });
+    expect(out.map((v) => v.rows)).toEqual([4, 4]);
+    expect(Array.from(s.calls[0]!.input_ids!.data)).toEqual([9, 9, 2, 4, 9, 9, 2, 4]);
+    expect(Array.from(s.calls[0]!.attention_mask!.data)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(s.calls[0]!.pixel_values!.data).toBe(pixels);
   });
 });

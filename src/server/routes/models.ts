@@ -22,8 +22,9 @@ function describe(e: ModelEntry) {
     model_id: e.config.modelId,
     dtype: layout.dtype,
     max_length: layout.maxLength,
-    // A ColBERT model's vectors have the size of its last Dense projection (known before loading for PyLate folders).
-    dimensions: task === "embed" || task === "hybrid" ? layout.hiddenSize : task === "multivector" ? (layout.dense.at(-1)?.outFeatures ?? null) : null,
+    // A ColBERT model's vectors have the size of its last Dense projection (known before loading for PyLate folders);
+    // ColPali's, config.json's embedding_dim.
+    dimensions: task === "embed" || task === "hybrid" ? layout.hiddenSize : task === "multivector" ? (layout.colpali?.dim ?? layout.dense.at(-1)?.outFeatures ?? null) : null,
     // "sentence_embedding" when the export pools inside its graph (known once loaded).
     pooling: task === "embed" ? poolingOf(layout, m?.session ?? null).method : task === "hybrid" ? layout.pooling : task === "sparse" ? `splade (${layout.sparse!.poolingStrategy}, ${layout.sparse!.activation})` : null,
     labels: layout.labels,
