@@ -179,8 +179,8 @@ export const ROUTE_OF: Record<Capability, string> = { embed: "/embeddings", rera
  * and the feed-forward expansion of one layer alive at once, with onnxruntime's arena rounding (x2).
  */
 export function estimateActivationBytesPerToken(config: Record<string, unknown>): number {
-  const hidden = Number(config.hidden_size ?? config.d_model ?? 768) || 768;
-  const intermediate = Number(config.intermediate_size ?? 4 * hidden) || 4 * hidden;
+  const hidden = Number(config.hidden_size ?? config.d_model ?? config.n_embd ?? 768) || 768;
+  const intermediate = Number(config.intermediate_size ?? config.n_inner ?? 4 * hidden) || 4 * hidden;
   return 4 * (6 * hidden + 2 * intermediate) * 2;
 }
 

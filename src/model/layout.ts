@@ -154,6 +154,11 @@ export interface ModelLayout {
   includePrompt: boolean;
   prompts: Record<string, string>;
   defaultPromptName: string | null;
+  /**
+   * NomicBERT (nomic-embed-text-v1/v1.5): with `dimensions`, the model card layer-norms the pooled vector (no affine)
+   * before truncating it, then normalises.
+   */
+  matryoshkaLayerNorm: boolean;
   /** Jina v3 task adapters (config.json lora_adaptations), fed as the export's task_id; null for other models. */
   taskAdapters: TaskAdapters | null;
   /** Classifier / reranker labels by index. */
@@ -796,7 +801,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     ? Number(config.projection_dim ?? textConfig.projection_dim ?? textConfig.projection_size ?? textConfig.hidden_size)
     : dense.length
       ? dense[dense.length - 1]!.outFeatures
-      : Number(config.hidden_size ?? config.d_model ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
+      : Number(config.hidden_size ?? config.d_model ?? config.n_embd ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
   let weightBytes = 0;
   const onnxFiles = media && !media.combined ? [media.textFile, media.mediaFile] : [onnxFile];
   for (const f of onnxFiles.flatMap((o) => [o, ...externalDataFiles(o, files)])) {
@@ -828,6 +833,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     prompts,
     defaultPromptName,
     taskAdapters: taskAdaptersOf(config, prompts),
+    // nomic-embed-text-v2-moe (nomic_bert with experts) truncates plainly, as sentence-transformers' truncate_dim.
+    matryoshkaLayerNorm: config.model_type === "nomic_bert" && config.num_experts === undefined && config.moe_every_n_layers === undefined,
     labels,
     hiddenSize: Number.isFinite(hidden) ? hidden : null,
     weightBytes,

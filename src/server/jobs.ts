@@ -234,7 +234,7 @@ export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortS
   const { keys, encode } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType, task: job.task }, left);
   const submit = model.task === "hybrid" ? hybridDense(model) : undefined;
   const { results, report } = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, job.truncation, job.field, signal, submit);
-  const vectors = results.map((v) => finishEmbedding(v, dimensions, job.normalize ?? true));
+  const vectors = results.map((v) => finishEmbedding(v, dimensions, job.normalize ?? true, model.layout.matryoshkaLayerNorm));
   return { model, vectors, ...report };
 }
 

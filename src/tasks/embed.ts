@@ -113,16 +113,31 @@ export function embedReader(pooling: Pooling, skipTokens: () => number = () => 0
 
 /**
  * What the API returns for one pooled vector: Matryoshka truncation, then L2 normalisation (unless the request
- * asks for raw vectors with `normalize: false`).
+ * asks for raw vectors with `normalize: false`). With `layerNormFirst` (NomicBERT) a truncated vector is first
+ * layer-normed over all its values, as that model's card does.
  */
-export function finishEmbedding(v: Float32Array, dimensions: number | undefined, normalize = true): Float32Array {
+export function finishEmbedding(v: Float32Array, dimensions: number | undefined, normalize = true, layerNormFirst = false): Float32Array {
   if (dimensions !== undefined) {
     if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > v.length) {
       throw new InvalidInput(`dimensions must be an integer between 1 and ${v.length} for this model, got ${dimensions}`, "dimensions");
     }
-    v = v.slice(0, dimensions);
+    v = (layerNormFirst ? layerNorm(v) : v).slice(0, dimensions);
   }
   return normalize ? l2normalize(v) : v;
+}
+
+/** torch.nn.functional.layer_norm without weight and bias (eps 1e-5): (v - mean) / sqrt(var + eps), var biased. */
+export function layerNorm(v: Float32Array, eps = 1e-5): Float32Array {
+  let mean = 0;
+  for (let i = 0; i < v.length; i++) mean += v[i]!;
+  mean /= v.length;
+  let variance = 0;
+  for (let i = 0; i < v.length; i++) variance += (v[i]! - mean) ** 2;
+  variance /= v.length;
+  const inv = 1 / Math.sqrt(variance + eps);
+  const out = new Float32Array(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = (v[i]! - mean) * inv;
+  return out;
 }
 
 /** OpenAI's base64 format: the little-endian float32 bytes of the vector. */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
-const MODELS = ["jina-v3", "bert-mean-norm"] as const;
+const MODELS = ["jina-v3", "bert-mean-norm", "nomic-embed"] as const;
 let server: RunningServer;
 let url: string;
 
@@ -120,5 +120,64 @@ describe("Jina v3: task adapters fed as the scalar task_id, task instruction, me
     expect(other.json.error.message).toContain("task adapters");
     const ok = await embed({ model: "bert-mean-norm", input: "hi" });
     expect(ok.status).toBe(200);
+  });
+});
+
+type NomicCase = { text: string; prompt_name?: string; input_ids: number[]; embedding: number[]; matryoshka: Record<string, number[]>; matryoshka_raw_8: number[] };
+
+describe("NomicBERT (model_type nomic_bert): layer norm over the full vector before Matryoshka truncation", () => {
+  const promptOf = (c: NomicCase) => (c.prompt_name ? { prompt_name: c.prompt_name } : {});
+
+  test("without dimensions: mean pooling + normalise (no layer norm), alone and batched; prompts", async () => {
+    const ref = await reference("nomic-embed");
+    const cases = ref.cases as NomicCase[];
+    expect(cases.some((c) => c.input_ids.length === ref.max_seq_length)).toBe(true);
+    for (const c of cases) {
+      const { status, json } = await embed({ model: "nomic-embed", input: c.text, ...promptOf(c) });
+      expect(status).toBe(200);
+      close(json.data[0].embedding, c.embedding);
+      expect(json.usage.prompt_tokens).toBe(c.input_ids.length);
+    }
+    const plain = cases.filter((c) => !c.prompt_name);
+    const { json } = await embed({ model: "nomic-embed", input: plain.map((c) => c.text) });
+    plain.forEach((c, i) => close(json.data[i].embedding, c.embedding));
+  });
+
+  test("dimensions 8 and 32 (full size): layer_norm, truncate, normalise; batched, concurrent, input_type, Cohere output_dimension", async () => {
+    const ref = await reference("nomic-embed");
+    const cases = ref.cases as NomicCase[];
+    const plain = cases.filter((c) => !c.prompt_name);
+    const requests = (ref.matryoshka_dimensions as number[]).flatMap((d) =>
+      [0, 1, 2, 3].map((r) => {
+        const picked = plain.filter((_, i) => i % 4 === r);
+        return embed({ model: "nomic-embed", input: picked.map((c) => c.text), dimensions: d }).then((res) => ({ res, picked, d }));
+      }),
+    );
+    for (const { res, picked, d } of await Promise.all(requests)) {
+      expect(res.status).toBe(200);
+      picked.forEach((c, i) => {
+        expect(res.json.data[i].embedding.length).toBe(d);
+        close(res.json.data[i].embedding, c.matryoshka[String(d)]!);
+      });
+    }
+    const queries = cases.filter((c) => c.prompt_name === "query");
+    const q = await embed({ model: "nomic-embed", input: queries.map((c) => c.text), input_type: "query", dimensions: 8 });
+    queries.forEach((c, i) => close(q.json.data[i].embedding, c.matryoshka["8"]!));
+    const docs = cases.filter((c) => c.prompt_name === "document");
+    const cohere = await postJson(`${url}/v2/embed`, { model: "nomic-embed", texts: docs.map((c) => c.text), input_type: "search_document", output_dimension: 8, embedding_types: ["float"] });
+    expect(cohere.status).toBe(200);
+    docs.forEach((c, i) => close(cohere.json.embeddings.float[i], c.matryoshka["8"]!));
+  });
+
+  test("normalize: false with dimensions returns the layer-normed, truncated vector", async () => {
+    const ref = await reference("nomic-embed");
+    const cases = (ref.cases as NomicCase[]).filter((c) => !c.prompt_name).slice(0, 5);
+    const { json } = await embed({ model: "nomic-embed", input: cases.map((c) => c.text), dimensions: 8, normalize: false });
+    cases.forEach((c, i) => expect(maxAbsDiff(json.data[i].embedding, c.matryoshka_raw_8)).toBeLessThanOrEqual(1e-4));
+  });
+
+  test("/models reports the dimension from n_embd (no hidden_size in nomic's config)", async () => {
+    const models = await (await fetch(`${url}/models`)).json();
+    expect(models.data.find((m: { id: string }) => m.id === "nomic-embed").dimensions).toBe(32);
   });
 });
