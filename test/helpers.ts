@@ -82,3 +82,12 @@ export function hugeHeaderPng(width: number, height: number): Uint8Array {
   view.setUint32(29, Bun.hash.crc32(png.subarray(12, 29)) >>> 0);
   return png;
 }
+
+/** Sparse vectors compared as dicts: the largest difference over every id of either side, a missing id weighing 0. */
+export function sparseDiff(got: { indices: number[]; values: number[] }, want: { indices: number[]; values: number[] }): number {
+  const a = new Map(got.indices.map((i, k) => [i, got.values[k]!]));
+  const b = new Map(want.indices.map((i, k) => [i, want.values[k]!]));
+  let d = 0;
+  for (const i of new Set([...a.keys(), ...b.keys()])) d = Math.max(d, Math.abs((a.get(i) ?? 0) - (b.get(i) ?? 0)));
+  return d;
+}

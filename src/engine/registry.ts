@@ -19,7 +19,8 @@ import { readDenseLayers, type DenseLayer } from "../model/dense";
 import { classifyReader } from "../tasks/classify";
 import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader } from "../tasks/embed";
 import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
-import { spladeReader, type SparseVector } from "../tasks/sparse";
+import { spladeReader, staticSparse, type SparseVector } from "../tasks/sparse";
+import { readSafetensors } from "../model/safetensors";
 import {
   colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength,
   type ColbertTokens, type MultiVector, type MultiVectorBatch, type MultiVectorInput,
@@ -97,11 +98,39 @@ export type ServedModel =
   | (Base & { task: "embed"; engine: Engine<Float32Array>; media: MediaTower | null; tokens: TokenStates })
   | (Base & { task: "rerank"; engine: Engine<number> })
   | (Base & { task: "classify"; engine: Engine<Float32Array> })
-  | (Base & { task: "sparse"; engine: Engine<SparseVector> })
+  | (Base & { task: "sparse"; engine: Engine<SparseVector>; sparseQuery: SparseQuery | null })
   | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: ColbertModel; colpali: null })
   // ColPali: the engine runs text queries; images go through colpali.images on the same session.
   | (Base & { task: "multivector"; engine: Engine<MultiVector, MultiVectorInput, MultiVectorBatch>; colbert: null; colpali: ColPaliModel })
   | (Base & { task: "hybrid"; engine: Engine<HybridResult, HybridInput, HybridBatch>; hybrid: HybridModel });
+
+/** The query side of an inference-free sparse model: no model run, a static weight per token id. */
+export interface SparseQuery {
+  /** Each text's vector and its token count (content tokens, no special tokens). */
+  encode(texts: string[]): Promise<{ vectors: SparseVector[]; tokens: number[] }>;
+}
+
+/** SparseStaticEmbedding: the query tokenizer (no special tokens, cut to its max length) and the weight table. */
+async function sparseQueryOf(layout: ModelLayout): Promise<SparseQuery | null> {
+  const q = layout.sparse?.query;
+  if (!q) return null;
+  const file = join(layout.dir, q.path, "model.safetensors");
+  let weight;
+  try {
+    weight = readSafetensors(file).get("weight");
+  } catch (e) {
+    throw new ModelLoadError(`the query module ${q.path} of this inference-free sparse model needs its weights in ${q.path}/model.safetensors: ${(e as Error).message}`);
+  }
+  if (!weight || weight.shape.length !== 1) throw new ModelLoadError(`${q.path}/model.safetensors has no 1-dimensional \`weight\` (the per-token query weights)`);
+  const encoder = await Encoder.create(q.tokenizerJson, q.tokenizerConfig, q.maxLength);
+  const table = weight.data;
+  return {
+    async encode(texts) {
+      const ids = await Promise.all(texts.map(async (t) => (await encoder.tokens(t, false)).slice(0, q.maxLength).map((x) => x.id)));
+      return { vectors: ids.map((x) => staticSparse(x, table)), tokens: ids.map((x) => x.length) };
+    },
+  };
+}
 
 /** A bge-m3-style model's outputs and the token ids that never get a lexical weight. */
 export interface HybridModel {
@@ -651,7 +680,7 @@ export class Registry {
       case "classify":
         return { ...measured, task: "classify", engine: engine(classifyReader) };
       case "sparse":
-        return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!)) };
+        return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!)), sparseQuery: await sparseQueryOf(layout) };
       case "multivector": {
         const cfg = layout.multivector!;
         // PyLate's 1_Dense projects each token vector; a Stanford-style graph projects inside.

@@ -68,6 +68,16 @@ export interface ColPaliLayout {
   dim: number | null;
 }
 
+/** The query side of an inference-free sparse encoder: SparseStaticEmbedding's folder and tokenizer. */
+export interface SparseQueryLayout {
+  path: string;
+  /** Its own tokenizer (the model's when the folder has none); queries are tokenized without special tokens. */
+  tokenizerJson: unknown;
+  tokenizerConfig: Record<string, unknown>;
+  /** Content tokens a query keeps (the tokenizer's model_max_length, as transformers truncates). */
+  maxLength: number;
+}
+
 /** SPLADE: weight of vocabulary entry v = pool over real tokens of activation(logit[t, v]) (SpladePooling). */
 export interface SparseLayout {
   poolingStrategy: "max" | "sum";
@@ -75,6 +85,14 @@ export interface SparseLayout {
   activation: "relu" | "log1p_relu";
   /** Where the settings came from, for the load log. */
   source: string;
+  /**
+   * Inference-free encoders (a sentence-transformers Router: query -> SparseStaticEmbedding, document -> MLM +
+   * SpladePooling): the query module's folder, whose tokenizer and per-token weights (model.safetensors `weight`,
+   * e.g. IDF) encode queries without a model run; null for plain SPLADE.
+   */
+  query: SparseQueryLayout | null;
+  /** The encoding an input without input_type gets (the Router's default_route); document for plain SPLADE. */
+  defaultKind: "query" | "document";
 }
 export type Modality = "text" | "image" | "audio";
 
@@ -404,23 +422,18 @@ export function sparseLayout(
   moduleConfig: (path: string) => Record<string, unknown> | null,
   poolingOverride: PoolingMethod,
   architecture: string,
+  routerConfig: Record<string, unknown> | null = null,
 ): SparseLayout | null {
+  if (modules.some((m) => m.kind === "Router")) return routedSparseLayout(modules, moduleConfig, routerConfig);
   const splade = modules.find((m) => m.kind === "SpladePooling");
-  if (!splade && modules.some((m) => m.kind === "SparseStaticEmbedding" || m.kind === "Router" || m.kind === "SparseAutoEncoder")) {
-    throw new ModelLoadError("this SparseEncoder uses modules other than an MLM transformer + SpladePooling (inference-free or CSR layouts), which this server does not serve");
+  if (!splade && modules.some((m) => m.kind === "SparseStaticEmbedding" || m.kind === "SparseAutoEncoder")) {
+    throw new ModelLoadError("this SparseEncoder uses modules other than an MLM transformer + SpladePooling (a CSR SparseAutoEncoder, or a static embedding outside a query/document Router), which this server does not serve");
   }
-  if (splade) {
-    const cfg = moduleConfig(splade.path) ?? {};
-    const strategy = String(cfg.pooling_strategy ?? "max");
-    const activation = String(cfg.activation_function ?? "relu");
-    if (strategy !== "max" && strategy !== "sum") throw new ModelLoadError(`SpladePooling pooling_strategy "${strategy}" is not supported (max, sum)`);
-    if (activation !== "relu" && activation !== "log1p_relu") throw new ModelLoadError(`SpladePooling activation_function "${activation}" is not supported (relu, log1p_relu)`);
-    return { poolingStrategy: strategy, activation, source: `${splade.path}/config.json` };
-  }
+  if (splade) return { ...spladeSettings(splade.path, moduleConfig), query: null, defaultKind: "document" };
   if (poolingOverride === "splade" && architecture.endsWith("ForSequenceClassification")) {
     throw new ModelLoadError(`--pooling-method splade needs a masked-LM export; ${architecture} is a classifier`);
   }
-  if (poolingOverride === "splade") return { poolingStrategy: "max", activation: "relu", source: "--pooling-method splade" };
+  if (poolingOverride === "splade") return { poolingStrategy: "max", activation: "relu", source: "--pooling-method splade", query: null, defaultKind: "document" };
   if (architecture.endsWith("ForMaskedLM")) {
     throw new ModelLoadError(
       `${architecture} is a masked language model and declares no sparse pooling (no SpladePooling module in modules.json); ` +
@@ -428,6 +441,51 @@ export function sparseLayout(
     );
   }
   return null;
+}
+
+/** A SpladePooling module's settings from its config.json. */
+function spladeSettings(path: string, moduleConfig: (path: string) => Record<string, unknown> | null) {
+  const cfg = moduleConfig(path) ?? {};
+  const strategy = String(cfg.pooling_strategy ?? "max");
+  const activation = String(cfg.activation_function ?? "relu");
+  if (strategy !== "max" && strategy !== "sum") throw new ModelLoadError(`SpladePooling pooling_strategy "${strategy}" is not supported (max, sum)`);
+  if (activation !== "relu" && activation !== "log1p_relu") throw new ModelLoadError(`SpladePooling activation_function "${activation}" is not supported (relu, log1p_relu)`);
+  return { poolingStrategy: strategy as "max" | "sum", activation: activation as "relu" | "log1p_relu", source: `${path}/config.json` };
+}
+
+/**
+ * An inference-free SparseEncoder (OpenSearch doc-v2/v3-distill, sentence-transformers 6): modules.json holds one
+ * Router whose router_config.json routes query -> [SparseStaticEmbedding] and document -> [MLMTransformer,
+ * SpladePooling]; each module sits in the folder named by its id. Any other routing is refused.
+ */
+function routedSparseLayout(modules: readonly StModule[], moduleConfig: (path: string) => Record<string, unknown> | null, routerConfig: Record<string, unknown> | null): SparseLayout {
+  if (modules.length !== 1) throw new ModelLoadError("a Router must be the only module in modules.json");
+  if (!routerConfig) throw new ModelLoadError("modules.json has a Router but there is no router_config.json");
+  const types = (routerConfig.types ?? {}) as Record<string, unknown>;
+  const structure = (routerConfig.structure ?? {}) as Record<string, unknown>;
+  const kind = (id: string) => String(types[id] ?? "").split(".").pop() ?? "";
+  const route = (name: string) => (Array.isArray(structure[name]) ? (structure[name] as unknown[]).map(String) : []);
+  const routes = Object.keys(structure).sort();
+  const query = route("query");
+  const document = route("document");
+  const shape = `query -> [${query.map(kind).join(", ")}], document -> [${document.map(kind).join(", ")}]`;
+  if (
+    routes.join(",") !== "document,query" || query.length !== 1 || kind(query[0]!) !== "SparseStaticEmbedding" ||
+    document.length !== 2 || !["MLMTransformer", "Transformer"].includes(kind(document[0]!)) || kind(document[1]!) !== "SpladePooling"
+  ) {
+    throw new ModelLoadError(
+      `router_config.json routes ${routes.length ? routes.join(", ") : "nothing"} (${shape}); this server serves a Router of query -> ` +
+        "[SparseStaticEmbedding] and document -> [MLMTransformer, SpladePooling] (inference-free sparse encoders) only",
+    );
+  }
+  const params = (routerConfig.parameters ?? {}) as Record<string, unknown>;
+  const fallback = params.allow_empty_key === false ? null : Object.keys(structure)[0];
+  const defaultRoute = typeof params.default_route === "string" ? params.default_route : fallback;
+  return {
+    ...spladeSettings(document[1]!, moduleConfig),
+    query: { path: query[0]!, tokenizerJson: null, tokenizerConfig: {}, maxLength: 0 },
+    defaultKind: defaultRoute === "query" ? "query" : "document",
+  };
 }
 
 /**
@@ -746,7 +804,14 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const poolingConfig = readJson(dir, join(poolingPath, "config.json"));
   const normalize = modules.some((m) => m.kind === "Normalize");
   const sparse = sparseLayout(modules, (p) => readJson(dir, join(p, "config.json")), poolingOverride,
-    Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "");
+    Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "", readJson(dir, "router_config.json"));
+  if (sparse?.query) {
+    // The query module's tokenizer (SparseStaticEmbedding saves its own), read here so the registry does no file I/O.
+    const q = sparse.query;
+    q.tokenizerJson = readJson(dir, join(q.path, "tokenizer.json")) ?? tokenizerJson;
+    q.tokenizerConfig = readJson(dir, join(q.path, "tokenizer_config.json")) ?? tokenizerConfig;
+    q.maxLength = sane(q.tokenizerConfig.model_max_length) ?? sane(tokenizerConfig.model_max_length) ?? 512;
+  }
   const stMeta = readJson(dir, "config_sentence_transformers.json");
   const multivector = sparse ? null : multiVectorLayout(config, stMeta, readJson(dir, "artifact.metadata"), modules, positionLimit(config));
   // bge-m3 is an XLM-RoBERTa encoder: only those exports are opened to read their output names.
@@ -756,7 +821,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const task: Task = sparse ? "sparse" : multivector || colpali ? "multivector" : hybrid ? "hybrid" : taskInfo.task;
   const rerankTemplate = rerankTemplateOf(config, tokenizerJson, task);
   // sentence-transformers CLIP repositories name their one module CLIPModel; the towers are read from config.json.
-  const dense = denseModules(modules, (p) => readJson(dir, join(p, "config.json")), media ? new Set([...KNOWN_MODULES, "CLIPModel"]) : KNOWN_MODULES);
+  // An inference-free SparseEncoder's Router was checked by sparseLayout.
+  const dense = denseModules(sparse?.query ? [] : modules, (p) => readJson(dir, join(p, "config.json")), media ? new Set([...KNOWN_MODULES, "CLIPModel"]) : KNOWN_MODULES);
 
   let pooling: Pooling;
   let poolingSource: string;

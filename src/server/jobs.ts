@@ -9,7 +9,7 @@ import { mediaFiles } from "./media-inputs";
 import { labelScores, type LabelScore } from "../tasks/classify";
 import { finishEmbedding, inputPrompt, type PromptRequest } from "../tasks/embed";
 import { colbertInput, maxSim, type MultiVector } from "../tasks/multivector";
-import { sparseDot } from "../tasks/sparse";
+import { sparseDot, sparseKind, type SparseVector } from "../tasks/sparse";
 import { rankResults, type RerankItem } from "../tasks/rerank";
 import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
 import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";
@@ -388,6 +388,28 @@ export async function runClassify(ctx: ServerContext, job: ClassifyJob, signal: 
   return { model, scores: results.map((logits) => labelScores(logits, model.layout.labels, job.rawScores)), ...report };
 }
 
+export type SparseModel = Extract<ServedModel, { task: "sparse" }>;
+
+/**
+ * Sparse vectors of a request's inputs. An inference-free model (a Router SparseEncoder) encodes queries from its
+ * static per-token weights without a model run (input_type query, or its default route); documents, and every
+ * input of a plain SPLADE model, go through the engine. tokens: what each input counted for usage.
+ */
+export async function sparseVectors(ctx: ServerContext, model: SparseModel, input: unknown, request: PromptRequest, field: string, signal: AbortSignal) {
+  if (model.sparseQuery && sparseKind(request.inputType, model.layout.sparse!.defaultKind) === "query") {
+    if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
+      throw new InvalidInput("token-id input is not supported for the queries of an inference-free sparse model (they are tokenized without special tokens): send text", field);
+    }
+    const texts = checkTexts(input as string | string[], field, ctx.config);
+    const { prompt } = inputPrompt(model.layout, request);
+    const out = await model.sparseQuery.encode(texts.map((t) => prompt + t));
+    return { results: out.vectors, tokens: out.tokens, queueMs: 0, inferenceMs: 0 };
+  }
+  const encoded = await encodeInputs(model, input, request, field, ctx);
+  const out = await model.engine.submit(encoded, signal);
+  return { results: out.results as SparseVector[], tokens: encoded.map((e) => e.ids.length), queueMs: out.queueMs, inferenceMs: out.inferenceMs };
+}
+
 /** Models that rank documents by comparing embeddings rather than with a cross-encoder. */
 export type SimilarityModel = TextEmbedModel;
 
@@ -399,6 +421,12 @@ export type SimilarityModel = TextEmbedModel;
  */
 export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal, field = "documents") {
   const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
+  if (model.task === "sparse" && model.sparseQuery) {
+    // Inference-free: the query from its static weights, the documents through the model.
+    const q = await sparseVectors(ctx, model, [query], { inputType: "query" }, "query", signal);
+    const d = await sparseVectors(ctx, model, docs, { inputType: "document" }, field, signal);
+    return { results: [], queueMs: d.queueMs, inferenceMs: d.inferenceMs, scores: d.results.map((v) => sparseDot(q.results[0]!, v)), tokens: [...q.tokens, ...d.tokens] };
+  }
   if (model.task === "multivector" && model.colpali) {
     // ColPali: the query as a query, the documents as images; both runs at once.
     const cp = { ...model, colpali: model.colpali };

@@ -120,6 +120,12 @@ export const EmbedSparseRequest = t.Object(
     model: ModelName,
     truncate: t.Optional(t.Boolean({ description: "accepted for TEI compatibility: inputs are always truncated to the model's limit" })),
     prompt_name: t.Optional(t.String({ description: "prompt from the model's config_sentence_transformers.json" })),
+    input_type: t.Optional(
+      t.String({
+        description:
+          "query | document (also search_query | search_document): inference-free sparse models encode queries from their static token weights without a model run, documents through the model (default: the model's default route, document for OpenSearch's); other models: picks their prompt",
+      }),
+    ),
     ...SparseOptions,
   },
   { additionalProperties: true },

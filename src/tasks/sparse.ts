@@ -67,6 +67,33 @@ export function nonZeros(weights: Float32Array): SparseVector {
   return { indices, values };
 }
 
+/**
+ * An inference-free query (sentence-transformers SparseStaticEmbedding): each distinct token id of the query once,
+ * weighted by the static table (e.g. IDF); ids past the table and zero weights are left out. Ascending.
+ */
+export function staticSparse(ids: ArrayLike<number>, weights: Float32Array): SparseVector {
+  const seen = new Set<number>();
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (id >= 0 && id < weights.length && weights[id] !== 0) seen.add(id);
+  }
+  const indices = Int32Array.from([...seen].sort((a, b) => a - b));
+  return { indices, values: Float32Array.from(indices, (i) => weights[i]!) };
+}
+
+export type SparseKind = "query" | "document";
+
+/**
+ * Query or document encoding of an inference-free sparse model from a request's input_type (Cohere's
+ * search_query / search_document too); absent: the model's default route.
+ */
+export function sparseKind(inputType: string | undefined, defaultKind: SparseKind): SparseKind {
+  if (inputType === undefined) return defaultKind;
+  if (inputType === "query" || inputType === "search_query") return "query";
+  if (inputType === "document" || inputType === "search_document" || inputType === "passage") return "document";
+  throw new InvalidInput(`input_type for an inference-free sparse model must be query or document (or search_query / search_document), got "${inputType}"`, "input_type");
+}
+
 export interface SparsePruning {
   /** Keep only the k largest weights. */
   topK?: number;

@@ -67,7 +67,7 @@ describe("sentence-transformers files of every generation", () => {
 describe("sparse (SPLADE) detection", () => {
   const st6 = readModules([{ path: "", type: "sentence_transformers.base.modules.transformer.Transformer" }, { path: "1_SpladePooling", type: "sentence_transformers.sparse_encoder.modules.splade_pooling.SpladePooling" }]);
   test("a SparseEncoder's SpladePooling config decides pooling and activation", () => {
-    expect(sparseLayout(st6, () => ({ pooling_strategy: "sum", activation_function: "log1p_relu" }), "auto", "BertForMaskedLM")).toEqual({ poolingStrategy: "sum", activation: "log1p_relu", source: "1_SpladePooling/config.json" });
+    expect(sparseLayout(st6, () => ({ pooling_strategy: "sum", activation_function: "log1p_relu" }), "auto", "BertForMaskedLM")).toEqual({ poolingStrategy: "sum", activation: "log1p_relu", source: "1_SpladePooling/config.json", query: null, defaultKind: "document" });
     expect(sparseLayout(st6, () => null, "auto", "BertForMaskedLM")?.poolingStrategy).toBe("max");
     expect(() => sparseLayout(st6, () => ({ pooling_strategy: "mean" }), "auto", "BertForMaskedLM")).toThrow(/pooling_strategy "mean"/);
   });
@@ -77,7 +77,7 @@ describe("sparse (SPLADE) detection", () => {
     expect(sparseLayout([], () => null, "splade", "BertForMaskedLM")?.source).toBe("--pooling-method splade");
     expect(() => sparseLayout([], () => null, "splade", "BertForSequenceClassification")).toThrow(/classifier/);
     expect(sparseLayout([], () => null, "auto", "BertModel")).toBeNull();
-    expect(() => sparseLayout(readModules([{ path: "0_SparseStaticEmbedding", type: "sentence_transformers.sparse_encoder.modules.SparseStaticEmbedding" }]), () => null, "auto", "")).toThrow(/inference-free/);
+    expect(() => sparseLayout(readModules([{ path: "0_SparseStaticEmbedding", type: "sentence_transformers.sparse_encoder.modules.SparseStaticEmbedding" }]), () => null, "auto", "")).toThrow(/static embedding outside a query\/document Router/);
   });
 });
 
@@ -271,5 +271,38 @@ describe("a repository without a usable ONNX export", () => {
   test("inputs a session can be fed; others refuse the model at load", () => {
     for (const n of ["input_ids", "attention_mask", "token_type_ids", "position_ids", "past_key_values.3.value", "num_logits_to_keep"]) expect(isTextInput(n)).toBe(true);
     for (const n of ["task_id", "inputs_embeds", "past_key_values.0.conv", "pixel_values"]) expect(isTextInput(n)).toBe(false);
+  });
+});
+
+describe("inference-free sparse encoders (sentence-transformers Router)", () => {
+  const router = readModules([{ path: "", type: "sentence_transformers.base.modules.router.Router" }]);
+  const types = {
+    query_0_SparseStaticEmbedding: "sentence_transformers.sparse_encoder.modules.sparse_static_embedding.SparseStaticEmbedding",
+    document_0_MLMTransformer: "sentence_transformers.sparse_encoder.modules.mlm_transformer.MLMTransformer",
+    document_1_SpladePooling: "sentence_transformers.sparse_encoder.modules.splade_pooling.SpladePooling",
+  };
+  const structure = { query: ["query_0_SparseStaticEmbedding"], document: ["document_0_MLMTransformer", "document_1_SpladePooling"] };
+  const pooling = () => ({ pooling_strategy: "max", activation_function: "log1p_relu" });
+
+  test("query -> SparseStaticEmbedding, document -> MLM + SpladePooling; the default route decides inputs without input_type", () => {
+    const l = sparseLayout(router, pooling, "auto", "DistilBertForMaskedLM", { types, structure, parameters: { default_route: "document" } })!;
+    expect(l).toMatchObject({ poolingStrategy: "max", activation: "log1p_relu", source: "document_1_SpladePooling/config.json", defaultKind: "document" });
+    expect(l.query?.path).toBe("query_0_SparseStaticEmbedding");
+    expect(sparseLayout(router, pooling, "auto", "", { types, structure, parameters: { default_route: "query" } })!.defaultKind).toBe("query");
+  });
+
+  test("any other routing, or no router_config.json, is refused with what it routes", () => {
+    expect(() => sparseLayout(router, pooling, "auto", "", null)).toThrow(/no router_config.json/);
+    const csr = { ...structure, document: ["document_0_MLMTransformer", "document_1_SparseAutoEncoder"] };
+    expect(() => sparseLayout(router, pooling, "auto", "", { types: { ...types, document_1_SparseAutoEncoder: "x.SparseAutoEncoder" }, structure: csr })).toThrow(/document -> \[MLMTransformer, SparseAutoEncoder\]/);
+    expect(() => sparseLayout(router, pooling, "auto", "", { types, structure: { ...structure, image: [] } })).toThrow(/routes document, image, query/);
+  });
+
+  test("the OpenSearch fixture folder reads as a sparse model with its query tokenizer", () => {
+    const dir = fixture("opensearch-sparse");
+    const layout = readLayout(dir, listFolder(dir), "auto", "auto");
+    expect(layout.task).toBe("sparse");
+    expect(layout.sparse?.query?.maxLength).toBe(48);
+    expect(layout.sparse?.query?.tokenizerJson).toBeTruthy();
   });
 });

@@ -6,7 +6,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+import { fixture, maxAbsDiff, postJson, reference, sparseDiff, startTestServer } from "../helpers";
 
 interface Case {
   text: string;
@@ -41,15 +41,6 @@ afterAll(async () => {
   await server.shutdown();
   rmSync(join(baai, ".."), { recursive: true, force: true });
 });
-
-/** Sparse vectors compared as dicts: every id of either side, a missing id weighing 0. */
-function sparseDiff(got: { indices: number[]; values: number[] }, want: { indices: number[]; values: number[] }): number {
-  const a = new Map(got.indices.map((i, k) => [i, got.values[k]!]));
-  const b = new Map(want.indices.map((i, k) => [i, want.values[k]!]));
-  let d = 0;
-  for (const i of new Set([...a.keys(), ...b.keys()])) d = Math.max(d, Math.abs((a.get(i) ?? 0) - (b.get(i) ?? 0)));
-  return d;
-}
 
 function expectMulti(got: number[][], want: number[][]) {
   expect(got.length).toBe(want.length);

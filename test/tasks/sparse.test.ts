@@ -12,20 +12,20 @@ const dims = [1, 3, 4];
 
 describe("SPLADE pooling", () => {
   test("max of log(1 + relu(x)) over real tokens only", () => {
-    const v = spladeRow(logits, dims, 0, 2, { poolingStrategy: "max", activation: "relu", source: "" });
+    const v = spladeRow(logits, dims, 0, 2, { poolingStrategy: "max", activation: "relu", source: "", query: null, defaultKind: "document" });
     expect(Array.from(v.indices)).toEqual([0, 1, 3]);
     expect(Array.from(v.values)).toEqual([Math.log1p(2), Math.log1p(0.5), Math.log1p(3)].map(Math.fround));
   });
 
   test("sum pooling and the log1p_relu activation of the SpladePooling config", () => {
-    const v = spladeRow(logits, dims, 0, 2, { poolingStrategy: "sum", activation: "log1p_relu", source: "" });
+    const v = spladeRow(logits, dims, 0, 2, { poolingStrategy: "sum", activation: "log1p_relu", source: "", query: null, defaultKind: "document" });
     const f = (x: number) => Math.log1p(Math.log1p(x));
     expect(Array.from(v.indices)).toEqual([0, 1, 3]);
     expect(Array.from(v.values)).toEqual([f(1) + f(2), f(0.5), f(3) + f(1)].map(Math.fround));
   });
 
   test("the reader wants 3-d MLM logits", () => {
-    const r = spladeReader({ poolingStrategy: "max", activation: "relu", source: "" });
+    const r = spladeReader({ poolingStrategy: "max", activation: "relu", source: "", query: null, defaultKind: "document" });
     expect(r.outputName(["logits"])).toBe("logits");
     expect(() => r.outputName(["last_hidden_state"])).toThrow(/MLM logits/);
     expect(() => r.read({ name: "logits", data: new Float32Array(4), dims: [1, 4] }, [1])).toThrow(/\[batch, tokens, vocab\]/);

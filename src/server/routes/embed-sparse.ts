@@ -3,8 +3,8 @@
 import type { ServedModel } from "../../engine/registry";
 import { router, timingHeaders, type ServerContext } from "../context";
 import { EmbedSparseRequest } from "../schemas";
-import { encodeInputs } from "../jobs";
-import { hybridEmbeddings, sparseEmbeddings } from "./embeddings";
+import { encodeInputs, sparseVectors } from "../jobs";
+import { hybridEmbeddings } from "./embeddings";
 import { checkPruning, pruneSparse } from "../../tasks/sparse";
 
 type SparseModel = Extract<ServedModel, { task: "sparse" | "hybrid" }>;
@@ -15,19 +15,23 @@ export function embedSparseRoutes(ctx: ServerContext, fixedModel?: string) {
     async ({ body, request, set }) => {
       const t0 = performance.now();
       const model = (await ctx.registry.lookup(fixedModel ?? body.model ?? undefined, "embed_sparse")) as SparseModel;
-      const encoded = await encodeInputs(model, body.inputs, { promptName: body.prompt_name }, "inputs", ctx);
       const pruning = { topK: body.top_k, threshold: body.threshold };
-      const { results, queueMs, inferenceMs } =
-        model.task === "hybrid"
-          ? await (async () => {
-              // bge-m3: its lexical weights.
-              checkPruning(pruning);
-              const out = await hybridEmbeddings(model, encoded, ["sparse"], request.signal, ctx.config.maxVectorsPerRequest);
-              return { ...out, results: out.results.map((r) => pruneSparse(r.sparse!, pruning)) };
-            })()
-          : await sparseEmbeddings(model, encoded, pruning, request.signal);
-      timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
-      return results.map((v) => Array.from(v.indices, (index, i) => ({ index, value: v.values[i]! })));
+      checkPruning(pruning);
+      const promptRequest = { promptName: body.prompt_name, inputType: body.input_type };
+      let out;
+      if (model.task === "hybrid") {
+        // bge-m3: its lexical weights.
+        const encoded = await encodeInputs(model, body.inputs, promptRequest, "inputs", ctx);
+        const run = await hybridEmbeddings(model, encoded, ["sparse"], request.signal, ctx.config.maxVectorsPerRequest);
+        out = { ...run, results: run.results.map((r) => r.sparse!) };
+      } else {
+        out = await sparseVectors(ctx, model, body.inputs, promptRequest, "inputs", request.signal);
+      }
+      timingHeaders(set, out.queueMs, out.inferenceMs, performance.now() - t0);
+      return out.results.map((r) => {
+        const v = pruneSparse(r, pruning);
+        return Array.from(v.indices, (index, i) => ({ index, value: v.values[i]! }));
+      });
     },
     {
       body: EmbedSparseRequest,

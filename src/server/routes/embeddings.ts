@@ -15,7 +15,7 @@ import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
 import { cacheHeader, responseMeta, router, timingHeaders, usageOf, usageOfCounts, type ServerContext } from "../context";
-import { checkDimensions, checkVectorCount, colpaliEmbed, encodeInputs, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
+import { checkDimensions, checkVectorCount, sparseVectors, colpaliEmbed, encodeInputs, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
 import { mediaFiles } from "../media-inputs";
 import { EmbeddingsRequest, ENCODING_FORMATS } from "../schemas";
 import { servedName } from "./served";
@@ -89,13 +89,6 @@ export function parseEncodingFormat(format: string | undefined): { type: VectorT
   if (f === "base64") return { type: "float", base64: true };
   if (f.startsWith("base64_")) return { type: f.slice(7) as VectorType, base64: true };
   return { type: f as VectorType, base64: false };
-}
-
-/** Sparse vectors of a request's inputs, pruned as asked. */
-export async function sparseEmbeddings(model: Extract<ServedModel, { task: "sparse" }>, encoded: Encoded[], pruning: SparsePruning, signal: AbortSignal) {
-  checkPruning(pruning);
-  const out = await model.engine.submit(encoded, signal);
-  return { ...out, results: out.results.map((v) => pruneSparse(v, pruning)) };
 }
 
 export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
@@ -202,15 +195,19 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
       }
       if (model.task === "sparse") {
         if (body.dimensions) throw new InvalidInput("dimensions does not apply to a sparse model", "dimensions");
-        const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
-        const { results, queueMs, inferenceMs } = await sparseEmbeddings(model, encoded, { topK: body.top_k, threshold: body.threshold }, request.signal);
+        const pruning = { topK: body.top_k, threshold: body.threshold };
+        checkPruning(pruning);
+        const { results, tokens, queueMs, inferenceMs } = await sparseVectors(ctx, model, input, promptRequest, "input", request.signal);
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
         return {
           object: "list" as const,
           // Sparse vectors are always JSON (encoding_format does not apply): indices ascending.
-          data: results.map((v, index) => ({ object: "embedding" as const, embedding: { indices: Array.from(v.indices), values: Array.from(v.values) }, index })),
+          data: results.map((r, index) => {
+            const v = pruneSparse(r, pruning);
+            return { object: "embedding" as const, embedding: { indices: Array.from(v.indices), values: Array.from(v.values) }, index };
+          }),
           model: model.name,
-          usage: usageOf(encoded),
+          usage: usageOfCounts(tokens),
           ...responseMeta("embd"),
         };
       }
