@@ -27,6 +27,8 @@ export interface ModelConfig {
   load: LoadPolicy;
   /** Unload after this many seconds without requests (0: never). */
   idleUnloadSeconds: number;
+  /** A local file of int8/uint8 calibration ranges (per-dimension min and max), or null: calibration-free scale. */
+  quantizationRanges: string | null;
 }
 
 export type LoadPolicy = "startup" | "on-demand";
@@ -157,6 +159,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "when the model is loaded: at startup, or on the first request for it (requests wait, up to --model-load-timeout)" },
   { name: "idle-unload-seconds", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = never",
     help: "unload the model after this many seconds without requests (its sessions and inference workers are freed); the next request loads it again" },
+  { name: "quantization-ranges", kind: "string", perModel: true, repeatable: true, default: null, defaultLabel: "none",
+    help: "int8/uint8 calibration of an embedding model: a local file with the per-dimension min and max of calibration embeddings (JSON {\"min\": [...], \"max\": [...]} or a .npy of shape (2, dim)); int8/uint8 then follow sentence-transformers' quantize_embeddings with those ranges instead of the per-vector scale; checked at load" },
   // Server options.
   { name: "host", kind: "string", perModel: false, default: "0.0.0.0", help: "address to listen on" },
   { name: "port", kind: "int", perModel: false, default: 7997, help: "port to listen on" },
@@ -378,6 +382,7 @@ export function buildConfig(src: Sources): ServerConfig {
   const runOverhead = perModel("run-overhead-tokens");
   const load = perModel("load");
   const idleUnload = perModel("idle-unload-seconds");
+  const ranges = perModel("quantization-ranges");
 
   const modelConfigs: ModelConfig[] = modelIds.map((modelId, i) => {
     if (!modelId.trim()) throw new ConfigError(`model #${i + 1}: empty model id`);
@@ -404,6 +409,7 @@ export function buildConfig(src: Sources): ServerConfig {
       runOverheadTokens: runOverhead[i] as number,
       load: load[i] as LoadPolicy,
       idleUnloadSeconds: idleUnload[i] as number,
+      quantizationRanges: (ranges[i] as string | null) || null,
     };
   });
   const seen = new Set<string>();

@@ -147,6 +147,17 @@ describe("result cache options", () => {
   });
 });
 
+describe("--quantization-ranges", () => {
+  test("per model by flag (\"\" = none for that model), INFINITY_QUANTIZATION_RANGES, and the file's per-model key", () => {
+    const c = build(["--model-id", "a", "--model-id", "b", "--quantization-ranges", "/r/a.json", "--quantization-ranges", ""]);
+    expect(c.models.map((m) => m.quantizationRanges)).toEqual(["/r/a.json", null]);
+    expect(build(["--model-id", "a"]).models[0]!.quantizationRanges).toBeNull();
+    expect(build(["--model-id", "a"], { INFINITY_QUANTIZATION_RANGES: "/r/e.npy" }).models[0]!.quantizationRanges).toBe("/r/e.npy");
+    const file = build([], {}, { models: [{ "model-id": "a", "quantization-ranges": "/r/f.json" }, { "model-id": "b" }] });
+    expect(file.models.map((m) => m.quantizationRanges)).toEqual(["/r/f.json", null]);
+  });
+});
+
 describe("model lifecycle options", () => {
   test("--load and --idle-unload-seconds per model; the memory budget and load timeout per server", () => {
     const c = build(["--model-id", "a", "--model-id", "b", "--load", "startup", "--load", "on-demand", "--idle-unload-seconds", "30", "--max-models-memory-mb", "2048"]);

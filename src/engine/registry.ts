@@ -29,6 +29,8 @@ import { colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunne
 import { imageConfigFrom, pixelShape } from "../media/image";
 import type { TaskReader } from "../tasks/task";
 import { hybridBatches, hybridRunner, unusedTokenIds, type HybridBatch, type HybridInput, type HybridResult } from "../tasks/hybrid";
+import { readQuantizationRanges } from "../model/quantization-ranges";
+import type { QuantizationRanges } from "../tasks/quantize";
 import { TOKEN_STATE_OUTPUTS, tokenStatesOutput, tokenStatesReader } from "../tasks/token-states";
 import { Encoder, padTokenId, type EncodeOptions, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
@@ -83,6 +85,8 @@ interface Base {
   session: ModelSession;
   /** The model's share of result-cache keys (src/cache/scope.ts). */
   cacheScope: string;
+  /** int8/uint8 calibration ranges (--quantization-ranges), or null: the calibration-free per-vector scale. */
+  quantizationRanges: QuantizationRanges | null;
 }
 /** The image or audio tower of a multimodal model: its own engine over preprocessed tensors. */
 export interface MediaTower {
@@ -468,6 +472,7 @@ export class Registry {
       m = await this.loadOne(c, slot.layout, slot.cacheScope);
       await this.warmUp(m);
       this.applyMemoryBudget(m);
+      await this.checkQuantizationRanges(m);
     } catch (e) {
       if (m) await this.release(m);
       throw new ModelLoadError(`model ${c.servedModelName} (${c.modelId}) failed to load: ${(e as Error).message}`);
@@ -522,6 +527,11 @@ export class Registry {
   /** Sessions, tokenizer and engines of one model; every session created is pushed to `sessions`. */
   private async assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string, sessions: ModelSession[]): Promise<ServedModel> {
     for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
+    // Read before any session exists: a bad file fails the load at once.
+    if (c.quantizationRanges && layout.task !== "embed" && layout.task !== "hybrid") {
+      throw new ModelLoadError(`--quantization-ranges applies to dense embedding models; this is a ${layout.task} model`);
+    }
+    const quantizationRanges = c.quantizationRanges ? readQuantizationRanges(c.quantizationRanges) : null;
     const rssBefore = process.memoryUsage().rss;
     const worker = (label: string): WorkerOptions => ({
       label,
@@ -598,6 +608,7 @@ export class Registry {
       encoder,
       session,
       cacheScope,
+      quantizationRanges,
     };
     const batches = tokenBatches(padId, layout.paddingSide);
     const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, sessionRunner(session, reader), batches, limits, this.metrics);
@@ -696,6 +707,21 @@ export class Registry {
         const engine = new Engine<HybridResult, HybridInput, HybridBatch>(key, runner, hybridBatches(padId, layout.paddingSide), limits, this.metrics);
         return { ...measured, task: "hybrid", engine, hybrid };
       }
+    }
+  }
+
+  /** Calibration ranges must have the size of the model's vectors: measured on one short text. */
+  private async checkQuantizationRanges(m: ServedModel): Promise<void> {
+    const ranges = m.quantizationRanges;
+    if (!ranges) return;
+    let dim: number | null = null;
+    if (m.task === "embed") {
+      m.engine.start();
+      const out = await m.engine.submit(await m.encode(["dimension probe"]));
+      dim = out.results[0]!.length;
+    } else if (m.task === "hybrid") dim = m.layout.hiddenSize;
+    if (dim !== ranges.min.length) {
+      throw new ModelLoadError(`--quantization-ranges ${m.config.quantizationRanges}: ${ranges.min.length} dimensions, but the model's vectors have ${dim ?? "an unknown number of"}`);
     }
   }
 

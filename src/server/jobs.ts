@@ -10,6 +10,7 @@ import { labelScores, type LabelScore } from "../tasks/classify";
 import { finishEmbedding, inputPrompt, type PromptRequest } from "../tasks/embed";
 import { colbertInput, maxSim, type MultiVector } from "../tasks/multivector";
 import { sparseDot, sparseKind, type SparseVector } from "../tasks/sparse";
+import type { QuantizationRanges } from "../tasks/quantize";
 import { rankResults, type RerankItem } from "../tasks/rerank";
 import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
 import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";
@@ -122,6 +123,22 @@ export function checkDimensions(model: ServedModel, dimensions: number | null | 
     throw new InvalidInput(`\`${param}\` must be between 1 and ${hidden ?? "the model's dimension"}, got ${dimensions}`, param);
   }
   return dimensions;
+}
+
+/**
+ * The calibration ranges int8/uint8 use in this request: the model's (--quantization-ranges), which describe its
+ * full-size vectors, so a Matryoshka size other than that is refused with them.
+ */
+export function quantizationRangesFor(model: ServedModel, types: readonly string[], dimensions: number | null | undefined, param: string): QuantizationRanges | null {
+  const ranges = model.quantizationRanges;
+  if (!ranges || !types.some((t) => t === "int8" || t === "uint8")) return ranges;
+  if (dimensions && dimensions !== ranges.min.length) {
+    throw new InvalidInput(
+      `model "${model.name}" quantizes int8/uint8 with calibration ranges of its full ${ranges.min.length} dimensions; \`${param}\` cannot cut them`,
+      param,
+    );
+  }
+  return ranges;
 }
 
 export interface EmbedJob {

@@ -6,9 +6,43 @@
 // int8 / uint8 need no calibration data: each vector is scaled by its own largest absolute component, so that
 // component maps to +-127 and nothing is clipped: int8 = round(x * 127 / max|x|), uint8 = int8 + 128. The scale
 // differs per vector, so compare int8 vectors by cosine (or re-normalise them), not by raw dot product.
+// With a model's calibration ranges (--quantization-ranges) int8 / uint8 are sentence-transformers'
+// quantize_embeddings(..., ranges=...) instead: per dimension, step = (max - min) / 255 (1 where that is 0),
+// uint8 = clip(floor((x - min) / step), 0, 255), int8 = uint8 - 128; in float32 arithmetic for float32 ranges, as
+// numpy computes it, and float64 for float64 ranges.
 
 export const VECTOR_TYPES = ["float", "int8", "uint8", "binary", "ubinary"] as const;
 export type VectorType = (typeof VECTOR_TYPES)[number];
+
+/** Per-dimension calibration bounds; float32: the bounds are float32 values and numpy's arithmetic is float32. */
+export interface QuantizationRanges {
+  min: Float64Array;
+  max: Float64Array;
+  float32: boolean;
+}
+
+const same = (x: number) => x;
+
+/** sentence-transformers' calibrated uint8 buckets of one vector (its length must equal the ranges'). */
+export function toUint8Calibrated(v: Float32Array, r: QuantizationRanges): Uint8Array {
+  if (v.length !== r.min.length) throw new Error(`a ${v.length}-dimensional vector with ${r.min.length}-dimensional calibration ranges`);
+  const f = r.float32 ? Math.fround : same;
+  const out = new Uint8Array(v.length);
+  for (let i = 0; i < v.length; i++) {
+    let step = f(f(r.max[i]! - r.min[i]!) / 255);
+    if (step === 0) step = 1;
+    const q = Math.floor(f(f(v[i]! - r.min[i]!) / step));
+    out[i] = q < 0 ? 0 : q > 255 ? 255 : q;
+  }
+  return out;
+}
+
+export function toInt8Calibrated(v: Float32Array, r: QuantizationRanges): Int8Array {
+  const u = toUint8Calibrated(v, r);
+  const out = new Int8Array(u.length);
+  for (let i = 0; i < u.length; i++) out[i] = u[i]! - 128;
+  return out;
+}
 
 export function toInt8(v: Float32Array): Int8Array {
   let max = 0;
@@ -41,15 +75,15 @@ export function toBinary(v: Float32Array): Int8Array {
   return out;
 }
 
-/** The typed array of a vector in one type (float stays float32). */
-export function quantize(v: Float32Array, type: VectorType): Float32Array | Int8Array | Uint8Array {
+/** The typed array of a vector in one type (float stays float32); int8/uint8 by the model's ranges when it has them. */
+export function quantize(v: Float32Array, type: VectorType, ranges: QuantizationRanges | null = null): Float32Array | Int8Array | Uint8Array {
   switch (type) {
     case "float":
       return v;
     case "int8":
-      return toInt8(v);
+      return ranges ? toInt8Calibrated(v, ranges) : toInt8(v);
     case "uint8":
-      return toUint8(v);
+      return ranges ? toUint8Calibrated(v, ranges) : toUint8(v);
     case "binary":
       return toBinary(v);
     case "ubinary":
@@ -64,7 +98,7 @@ export function bytesBase64(a: Float32Array | Int8Array | Uint8Array): string {
 }
 
 /** One vector as an API returns it: a list of numbers, or base64 of its bytes. */
-export function encodeVector(v: Float32Array, type: VectorType, base64: boolean): number[] | string {
-  const q = quantize(v, type);
+export function encodeVector(v: Float32Array, type: VectorType, base64: boolean, ranges: QuantizationRanges | null = null): number[] | string {
+  const q = quantize(v, type, ranges);
   return base64 ? bytesBase64(q) : Array.from(q);
 }

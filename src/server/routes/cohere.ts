@@ -7,7 +7,7 @@ import type { Static } from "@sinclair/typebox";
 import { InvalidInput } from "../../errors";
 import { bytesBase64, quantize, VECTOR_TYPES, type VectorType } from "../../tasks/quantize";
 import { responseMeta, router, type ServerContext } from "../context";
-import { reportHeaders, runEmbed } from "../jobs";
+import { quantizationRangesFor, reportHeaders, runEmbed } from "../jobs";
 import { CohereEmbedRequest } from "../schemas";
 import { servedName } from "./served";
 
@@ -44,9 +44,10 @@ async function cohereEmbed(ctx: ServerContext, body: Static<typeof CohereEmbedRe
     signal,
   );
   reportHeaders(ctx, set, t0, out);
+  const ranges = quantizationRangesFor(out.model, asked ?? [], body.output_dimension, "output_dimension");
   const embeddings: Partial<Record<EmbeddingType, Array<number[] | string>>> = {};
   for (const type of new Set((asked ?? ["float"]) as EmbeddingType[])) {
-    embeddings[type] = out.vectors.map((v) => (type === "base64" ? bytesBase64(v) : Array.from(quantize(v, type as VectorType))));
+    embeddings[type] = out.vectors.map((v) => (type === "base64" ? bytesBase64(v) : Array.from(quantize(v, type as VectorType, ranges))));
   }
   return { asked, embeddings, id: responseMeta("embed").id, inputTokens: out.usage.prompt_tokens };
 }

@@ -15,7 +15,7 @@ import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
 import type { EngineResult } from "../../engine/engine";
 import { cacheHeader, responseMeta, router, timingHeaders, usageOf, usageOfCounts, type ServerContext } from "../context";
-import { checkDimensions, checkVectorCount, sparseVectors, colpaliEmbed, encodeInputs, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
+import { checkDimensions, checkVectorCount, sparseVectors, colpaliEmbed, encodeInputs, quantizationRangesFor, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
 import { mediaFiles } from "../media-inputs";
 import { EmbeddingsRequest, ENCODING_FORMATS } from "../schemas";
 import { servedName } from "./served";
@@ -212,9 +212,10 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         };
       }
       const format = parseEncodingFormat(body.encoding_format);
+      const ranges = quantizationRangesFor(model, [format.type], body.dimensions, "dimensions");
       const reply = (vectors: Float32Array[], usage: { prompt_tokens: number; total_tokens: number }) => ({
         object: "list" as const,
-        data: vectors.map((v, index) => ({ object: "embedding" as const, embedding: encodeVector(v, format.type, format.base64), index })),
+        data: vectors.map((v, index) => ({ object: "embedding" as const, embedding: encodeVector(v, format.type, format.base64, ranges), index })),
         model: model.name,
         usage,
         ...responseMeta("embd"),
