@@ -2,6 +2,9 @@
 // test/fixtures/generate/colpali.py) for text queries and image documents, alone and batched, float and base64;
 // MaxSim scores and /rerank order (text query against image documents) matching ColPaliProcessor.score_retrieval.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
 import { expectVectorsClose, fixture, fixtureBytes, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 import { maxSim } from "../../src/tasks/multivector";
@@ -131,5 +134,46 @@ describe("ColPali errors", () => {
     expect(bad.json.error.param).toBe("documents[0]");
     const ok = await postJson(`${url}/embeddings`, { model: "colpali", input: "hello" });
     expect(ok.status).toBe(200);
+  });
+});
+
+describe("a merged PaliGemma export (the Qdrant/colpali-v1.3 layout)", () => {
+  // The fixture rewritten as a merged export: config.json is the PaliGemma config (model_type paligemma, no
+  // embedding_dim), the image processor in preprocessor_config.json, processor_config.json with the prefixes only, and a
+  // tokenizer.json whose template adds <s> (BOS) as PaliGemma's does; the processor turns that off, so the server
+  // must strip it. Same graph, so the same reference vectors.
+  let merged: RunningServer;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "colpali-merged-"));
+    cpSync(fixture("colpali"), dir, { recursive: true });
+    const read = (f: string) => JSON.parse(readFileSync(join(dir, f), "utf8"));
+    const config = read("config.json");
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ ...config.vlm_config, architectures: ["PaliGemmaForConditionalGeneration"] }));
+    const proc = read("processor_config.json");
+    writeFileSync(join(dir, "preprocessor_config.json"), JSON.stringify(proc.image_processor));
+    writeFileSync(join(dir, "processor_config.json"), JSON.stringify({ query_prefix: proc.query_prefix, visual_prompt_prefix: proc.visual_prompt_prefix }));
+    const tok = read("tokenizer.json");
+    tok.post_processor = {
+      type: "TemplateProcessing",
+      single: [{ SpecialToken: { id: "<s>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }],
+      pair: [{ SpecialToken: { id: "<s>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }, { Sequence: { id: "B", type_id: 1 } }],
+      special_tokens: { "<s>": { id: "<s>", ids: [0], tokens: ["<s>"] } },
+    };
+    writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(tok));
+    merged = await startTestServer({ "model-id": dir, "served-model-name": "colpali-merged", "media-workers": "1" });
+  });
+  afterAll(async () => {
+    await merged.shutdown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("queries (the tokenizer's own BOS stripped) and images match the reference", async () => {
+    const q = await postJson(`${merged.url}/embeddings`, { model: "colpali-merged", input: ref.query_cases.slice(0, 3).map((c) => c.text) });
+    expect(q.status).toBe(200);
+    ref.query_cases.slice(0, 3).forEach((c, i) => expectVectorsClose(q.json.data[i].embedding, c.embeddings));
+    const d = await postJson(`${merged.url}/embeddings`, { model: "colpali-merged", modality: "image", input: uris.slice(0, 2) });
+    expect(d.status).toBe(200);
+    ref.image_cases.slice(0, 2).forEach((c, i) => expectVectorsClose(d.json.data[i].embedding, c.embeddings));
   });
 });
