@@ -25,7 +25,7 @@ import {
   colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength,
   type ColbertTokens, type MultiVector, type MultiVectorBatch, type MultiVectorInput,
 } from "../tasks/multivector";
-import { colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTokens, type ColPaliTokens } from "../tasks/colpali";
+import { colpaliImageBatches, colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTokens, type ColPaliTokens } from "../tasks/colpali";
 import { imageConfigFrom, pixelShape } from "../media/image";
 import type { TaskReader } from "../tasks/task";
 import { hybridBatches, hybridRunner, unusedTokenIds, type HybridBatch, type HybridInput, type HybridResult } from "../tasks/hybrid";
@@ -667,8 +667,8 @@ export class Registry {
       const probeBatch = batches.assemble(probe.map((e, i) => colpaliQueryInput(e, tokens, layout.maxLength, `probe[${i}]`))).tensors;
       const { runner: queries, oneImage } = await colpaliQueryRunner(session, output, shape, probeBatch);
       if (!oneImage) log.info("ColPali graph takes one pixel_values row per text row: queries are fed one zero image each", { model: key });
-      // Each image costs 1 in the batch budget: a batch holds up to --batch-size images.
-      const images = new Engine<MultiVector, Float32Array, FeatureBatch>(`${key}/image`, colpaliImageRunner(session, output, tokens.imageIds), featureBatches(shape), { ...limits, maxBatchTokens: c.batchSize }, this.metrics);
+      // Each image costs its tokens in the model's token budget (and --batch-size bounds the images per batch).
+      const images = new Engine<MultiVector, Float32Array, FeatureBatch>(`${key}/image`, colpaliImageRunner(session, output, tokens.imageIds), colpaliImageBatches(shape, tokens.imageIds.length), limits, this.metrics);
       const bytes = sessionBytes();
       return {
         ...base, memoryBytes: bytes, sessionBytes: bytes, task: "multivector", colbert: null,

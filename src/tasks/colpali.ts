@@ -7,7 +7,7 @@ import type { ColPaliLayout } from "../model/layout";
 import type { Feed, ModelSession } from "../model/session";
 import { textFeeds } from "../model/session";
 import type { Runner } from "../engine/engine";
-import type { FeatureBatch } from "../engine/inputs";
+import { featureBatches, type BatchInput, type FeatureBatch } from "../engine/inputs";
 import type { Encoded } from "../tokenize/encode";
 import { InputTooLong, InvalidInput, ModelLoadError } from "../errors";
 import { MULTIVECTOR_OUTPUTS, readMultiVector, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "./multivector";
@@ -148,6 +148,21 @@ export function colpaliImageRunner(session: Pick<ModelSession, "runFeeds">, outp
       );
       checkDims(out.dims);
       return Array.from({ length: batch }, (_, b) => readMultiVector(out.data, out.dims, b, keep, []));
+    },
+  };
+}
+
+/**
+ * Image batches costed by the tokens the graph reads per image (image_seq_length + prompt; 1030 for the 448 px
+ * export), so the model's token budget bounds an image batch as it does a text batch: on CPU (512 tokens) one image
+ * per run, on GPU (16384) fifteen; a CLIP tower's inputs cost 1 each instead.
+ */
+export function colpaliImageBatches(pixelShape: readonly number[], tokensPerImage: number): BatchInput<Float32Array, FeatureBatch> {
+  const stack = featureBatches(pixelShape);
+  return {
+    lengthOf: () => tokensPerImage,
+    assemble(inputs) {
+      return { tensors: stack.assemble(inputs).tensors, padded: inputs.length * tokensPerImage };
     },
   };
 }

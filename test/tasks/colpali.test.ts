@@ -5,7 +5,8 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COLPALI_DEFAULTS, colpaliLayout, readLayout } from "../../src/model/layout";
-import { colpaliImageRunner, colpaliImageText, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTextKind, colpaliTokens } from "../../src/tasks/colpali";
+import { Engine } from "../../src/engine/engine";
+import { colpaliImageBatches, colpaliImageRunner, colpaliImageText, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTextKind, colpaliTokens } from "../../src/tasks/colpali";
 import { multiVectorBatches } from "../../src/tasks/multivector";
 import type { Feed } from "../../src/model/session";
 import { InputTooLong, InvalidInput, ModelLoadError } from "../../src/errors";
@@ -167,4 +168,19 @@ describe("ColPali runners", () => {
     expect(Array.from(s.calls[0]!.attention_mask!.data)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
     expect(s.calls[0]!.pixel_values!.data).toBe(pixels);
   });
+});
+
+test("image batches cost each image its tokens: a 512-token budget runs 1030-token images one at a time, 34-token ones together", async () => {
+  const runs: number[] = [];
+  const runner = { run: async (t: { dims: number[] }) => (runs.push(t.dims[0]!), Array.from({ length: t.dims[0]! }, () => t.dims[0]!)) };
+  const limits = { maxBatchSize: 32, maxBatchTokens: 512, maxQueueSize: 100 };
+  const big = new Engine("big", runner, colpaliImageBatches([3, 2, 2], 1030), limits);
+  big.start();
+  await big.submit(Array.from({ length: 3 }, () => new Float32Array(12)));
+  expect(runs).toEqual([1, 1, 1]);
+  runs.length = 0;
+  const small = new Engine("small", runner, colpaliImageBatches([3, 2, 2], 34), limits);
+  small.start();
+  await small.submit(Array.from({ length: 4 }, () => new Float32Array(12)));
+  expect(runs).toEqual([4]);
 });
