@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
-const MODELS = ["jina-v3", "bert-mean-norm", "nomic-embed"] as const;
+const MODELS = ["jina-v3", "bert-mean-norm", "nomic-embed", "deberta-rerank"] as const;
 let server: RunningServer;
 let url: string;
 
@@ -179,5 +179,40 @@ describe("NomicBERT (model_type nomic_bert): layer norm over the full vector bef
   test("/models reports the dimension from n_embd (no hidden_size in nomic's config)", async () => {
     const models = await (await fetch(`${url}/models`)).json();
     expect(models.data.find((m: { id: string }) => m.id === "nomic-embed").dimensions).toBe(32);
+  });
+});
+
+type RerankCase = { query: string; document: string; input_ids: number[]; logit: number; score: number };
+
+describe("DeBERTa-v2 one-label reranker (mxbai-rerank-base-v1 layout)", () => {
+  test("/rerank scores and raw logits equal CrossEncoder's, per pair and with every document of a query in one request", async () => {
+    const ref = await reference("deberta-rerank");
+    const cases = ref.cases as RerankCase[];
+    expect(cases.filter((c) => c.input_ids.length === ref.max_length).length).toBeGreaterThanOrEqual(3);
+    for (const c of cases) {
+      for (const raw of [false, true]) {
+        const { status, json } = await postJson(`${url}/rerank`, { model: "deberta-rerank", query: c.query, documents: [c.document], raw_scores: raw });
+        expect(status).toBe(200);
+        expect(Math.abs(json.results[0].relevance_score - (raw ? c.logit : c.score))).toBeLessThanOrEqual(1e-4);
+      }
+    }
+    const byQuery = new Map<string, RerankCase[]>();
+    for (const c of cases) byQuery.set(c.query, [...(byQuery.get(c.query) ?? []), c]);
+    const requests = [...byQuery].map(([query, docs]) =>
+      postJson(`${url}/rerank`, { model: "deberta-rerank", query, documents: docs.map((d) => d.document) }).then((res) => ({ res, docs })),
+    );
+    for (const { res, docs } of await Promise.all(requests)) {
+      expect(res.status).toBe(200);
+      expect(res.json.results.length).toBe(docs.length);
+      for (const r of res.json.results) expect(Math.abs(r.relevance_score - docs[r.index]!.score)).toBeLessThanOrEqual(1e-4);
+    }
+  });
+
+  test("TEI /rerank shape: the same scores", async () => {
+    const ref = await reference("deberta-rerank");
+    const c = (ref.cases as RerankCase[])[0]!;
+    const { status, json } = await postJson(`${url}/rerank`, { model: "deberta-rerank", query: c.query, texts: [c.document] });
+    expect(status).toBe(200);
+    expect(Math.abs(json[0].score - c.score)).toBeLessThanOrEqual(1e-4);
   });
 });
