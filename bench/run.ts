@@ -14,6 +14,10 @@
 //            second model's latency while one model runs back-to-back long batches; prints the table, writes
 //            nothing; with --server-root, the same cells for another checkout, e.g. the code before a change)
 //            --responsiveness-seconds S (length of each of their phases; default 10, 3 with --quick)
+//            --saturation-only (only the single-text saturation cell: 1-input requests at --concurrency, 32 by
+//            default, for --rounds rounds (3), this server's tokens/s, mean batch, padding share and RSS; prints a
+//            table, writes nothing) with --compare-root DIR and/or --compare-arg X (repeatable): a second server
+//            (another checkout, other flags) up at the same time, its cells alternating with the first's
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
@@ -21,7 +25,7 @@ import type { Subprocess } from "bun";
 import { drawChart, type ChartSeries } from "./chart";
 import { batchingLabel, type LimitOptions, type LimitResult, type SweepPoint } from "./limit";
 import { ensureBenchModel, MODEL_NAME, REPO_ROOT, type Variant } from "./model";
-import { medianInterval, percentiles, peakRssMb } from "./stats";
+import { medianInterval, percentiles, peakRssMb, rssMb } from "./stats";
 import { measureResponsiveness, responsivenessMarkdown, twoModelArgs, type ResponsivenessResult } from "./responsiveness";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
 
@@ -41,6 +45,11 @@ interface Options {
   variant: Variant;
   responsivenessOnly: boolean;
   responsivenessSeconds: number;
+  saturationOnly: boolean;
+  concurrency: number;
+  rounds: number;
+  compareRoot: string | null;
+  compareArgs: string[];
 }
 
 type SystemName = "naive" | "server";
@@ -60,6 +69,11 @@ function parseOptions(argv: string[]): Options {
     variant: "fp32",
     responsivenessOnly: false,
     responsivenessSeconds: 0,
+    saturationOnly: false,
+    concurrency: 32,
+    rounds: 3,
+    compareRoot: null,
+    compareArgs: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -83,6 +97,11 @@ function parseOptions(argv: string[]): Options {
     else if (name === "--server-root") o.serverRoot = resolve(value());
     else if (name === "--responsiveness-only") o.responsivenessOnly = true;
     else if (name === "--responsiveness-seconds") o.responsivenessSeconds = Number(value());
+    else if (name === "--saturation-only") o.saturationOnly = true;
+    else if (name === "--concurrency") o.concurrency = Number(value());
+    else if (name === "--rounds") o.rounds = Number(value());
+    else if (name === "--compare-root") o.compareRoot = resolve(value());
+    else if (name === "--compare-arg") o.compareArgs.push(value());
     else if (name === "--variant") {
       const v = value();
       if (v !== "fp32" && v !== "int8") throw new Error(`--variant is fp32 or int8, not ${v}`);
@@ -630,6 +649,40 @@ function markdown(r: {
   return L.join("\n");
 }
 
+/**
+ * The single-text saturation cell alone, for A/B comparisons of a server change: one server, or two (another
+ * checkout, other flags) up at the same time with their cells alternating, first A then B, then B then A, so the
+ * machine's drift hits both alike. No limit child: compare the two servers' rows, not a ratio.
+ */
+async function saturationAB(o: Options, p: ReturnType<typeof plan>, modelDir: string, pool: readonly WorkloadText[]): Promise<string> {
+  const threads = o.threads ?? 2;
+  const variants = [{ label: `A: ${o.serverRoot} ${o.serverArgs.join(" ")}`.trim(), root: o.serverRoot, args: o.serverArgs }];
+  if (o.compareRoot || o.compareArgs.length) variants.push({ label: `B: ${o.compareRoot ?? o.serverRoot} ${o.compareArgs.join(" ")}`.trim(), root: o.compareRoot ?? o.serverRoot, args: o.compareArgs });
+  const up: Array<{ label: string; r: Running; pid: number; load: OtherLoad }> = [];
+  try {
+    for (const v of variants) {
+      const r = await startSystem("server", modelDir, threads, v.args, v.root);
+      for (let k = 0; k < 4; k++) await embedOne(r.url, pool[pool.length - 1 - k]!.text);
+      up.push({ label: v.label, r, pid: r.proc.pid, load: new OtherLoad(() => [process.pid, r.proc.pid]) });
+    }
+    const rows: string[] = [`single-text saturation: 1-input requests, concurrency ${o.concurrency}, ${o.cellSeconds} s or ${p.maxRequests(1)} requests per cell, ${threads} thread(s)`, "",
+      "| round | server | tokens/s | p50 ms | p99 ms | mean batch | padding | RSS MiB | peak RSS MiB | other load (cores) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"];
+    for (let round = 0; round < o.rounds; round++) {
+      const order = round % 2 === 0 ? up : up.slice().reverse();
+      for (const s of order) {
+        await Bun.sleep(100);
+        const c = await runCell(s.label, s.r.url, pool, 1, o.concurrency, p.maxRequests(1), o.cellSeconds, s.pid, s.load);
+        const line = `| ${round + 1} | ${s.label} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p99)} | ${f2(c.meanBatch ?? NaN)} | ${f1(100 * (c.paddingFraction ?? NaN))}% | ${f0(rssMb(s.pid))} | ${f0(c.peakRssMb)} | ${f2(c.otherLoadCores)} |`;
+        log(line);
+        rows.push(line);
+      }
+    }
+    return rows.join("\n");
+  } finally {
+    for (const s of up) await stop(s.r);
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
@@ -647,6 +700,10 @@ async function main(): Promise<void> {
   if (o.responsivenessOnly) {
     const r = await responsiveness(o, modelDir, pool, o.threads ?? 2);
     console.log(responsivenessMarkdown([r]).join("\n"));
+    return;
+  }
+  if (o.saturationOnly) {
+    console.log(await saturationAB(o, p, modelDir, pool));
     return;
   }
   log("limit: sweeping intra-op threads and batch sizes");

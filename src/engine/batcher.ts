@@ -1,7 +1,9 @@
 // Batch selection: which queued inputs run together. Pure functions over lengths, so the policy is unit-tested
-// without a model. The oldest input is always in the next batch (no starvation); around it, inputs of similar
-// length are taken from a bounded window so padding stays small; the batch is capped by count and by the token
-// budget (padded length x batch size).
+// without a model. A run costs about a fixed overhead plus its padded tokens (rows x longest row), so the
+// window of queued inputs is split, sorted by length, into the groups that cost least in total (an optimal
+// partition by that cost model, within the batch size and the token budget), and the next batch is the group
+// that holds the oldest input: no input is passed over while it is the oldest (no starvation), and the inputs
+// around it are chosen for what they cost, not by how close they arrived.
 
 export interface Sized {
   /** Tokens in this input, special tokens included. */
@@ -14,20 +16,13 @@ export interface BatchLimits {
   /** How many of the oldest inputs are considered when sorting by length. */
   window: number;
   /**
-   * Largest share of padding tokens a batch may carry (0..1). On CPU every padded token costs its full share
-   * (a 5% cap measured 0.84-0.93 of the limit in the benchmark, 10% 0.74-0.78), so an input that would pad the
-   * batch past this waits for a batch of its own length.
-   */
-  maxPadding: number;
-  /**
-   * What one run costs beyond its tokens, counted in tokens: a batch of n inputs saves n - 1 runs, so it may
-   * carry up to (n - 1) x this many padding tokens even past maxPadding. This is what lets short inputs batch:
-   * a 12-token input alone runs at a third of the throughput of eight together.
+   * What one run costs beyond its tokens, counted in tokens (the fixed part a of ms = a + c x padded tokens,
+   * divided by c). A batch of n inputs saves n - 1 runs, so it may carry that much padding and still cost less;
+   * on CPU every padded token costs its full share. This is what lets short inputs batch: a 12-token input alone
+   * runs at a third of the throughput of eight together.
    */
   runOverheadTokens: number;
 }
-
-export const DEFAULT_MAX_PADDING = 0.05;
 
 /**
  * Measured with onnxruntime alone (2 cores, fp32): one run costs about 3 ms plus 0.11 ms per padded token on a
@@ -83,45 +78,63 @@ export function windowFor(maxBatchSize: number): number {
   return Math.max(4 * maxBatchSize, 64);
 }
 
+/** What a batch of `rows` inputs padded to `maxLength` costs, in tokens: the run overhead plus its padded tokens. */
+export function batchCost(rows: number, maxLength: number, runOverheadTokens: number): number {
+  return runOverheadTokens + rows * maxLength;
+}
+
+/** A group of a partition: positions start..end-1 of the length-sorted inputs. */
+export interface Group {
+  start: number;
+  end: number;
+}
+
 /**
- * Picks the next batch from a FIFO queue (index 0 is the oldest). Returns the chosen queue indices, oldest first.
- * An input longer than the token budget on its own still runs, alone.
+ * The cheapest split of `sorted` (lengths, ascending) into batches: contiguous groups, each within the batch size
+ * and the token budget (a single input longer than the budget forms a group of its own), minimising the total
+ * batchCost. Contiguous groups of the sorted order lose nothing: in any partition, giving the group with the
+ * longest input the longest inputs of its size changes no group's size and lowers no group's cost, and so on
+ * down. Dynamic programming over where the first group ends, from the back: O(n x maxBatchSize). On equal cost the
+ * earlier group is the larger (equal lengths fill whole batches from the oldest on, the remainder last).
+ */
+export function partitionByCost(sorted: readonly number[], limits: Omit<BatchLimits, "window">): Group[] {
+  const n = sorted.length;
+  // best[i]: the least cost of sorted[i..n-1]; to[i]: where the first group of that split ends.
+  const best = new Float64Array(n + 1);
+  const to = new Int32Array(n + 1);
+  const maxRows = Math.max(1, limits.maxBatchSize);
+  for (let i = n - 1; i >= 0; i--) {
+    best[i] = Infinity;
+    for (let j = i + 1; j <= n && j - i <= maxRows; j++) {
+      const rows = j - i;
+      const maxLength = sorted[j - 1]!;
+      if (rows > 1 && rows * maxLength > limits.maxBatchTokens) break;
+      const cost = batchCost(rows, maxLength, limits.runOverheadTokens) + best[j]!;
+      if (cost <= best[i]!) {
+        best[i] = cost;
+        to[i] = j;
+      }
+    }
+  }
+  const groups: Group[] = [];
+  for (let i = 0; i < n; i = to[i]!) groups.push({ start: i, end: to[i]! });
+  return groups;
+}
+
+/**
+ * Picks the next batch from a FIFO queue (index 0 is the oldest): the group holding the oldest input in the
+ * cheapest partition of the window (partitionByCost). Returns the chosen queue indices, ascending. An input
+ * longer than the token budget on its own still runs, alone.
  */
 export function selectBatch(queue: readonly Sized[], limits: BatchLimits): number[] {
   if (queue.length === 0) return [];
   const w = Math.min(queue.length, Math.max(1, limits.window));
   // Window indices sorted by length; ties keep arrival order.
   const order = Array.from({ length: w }, (_, i) => i).sort((a, b) => queue[a]!.length - queue[b]!.length || a - b);
+  const groups = partitionByCost(order.map((i) => queue[i]!.length), limits);
   const anchor = order.indexOf(0);
-  let lo = anchor;
-  let hi = anchor;
-  let maxLen = queue[0]!.length;
-  let count = 1;
-  let real = maxLen;
-  // Whether n inputs holding `sum` real tokens, padded to `len`, stay within the padding cap, or carry no more
-  // padding than the n - 1 runs the batch saves.
-  const padOk = (n: number, len: number, sum: number) => n * len - sum <= Math.max(limits.maxPadding * n * len, limits.runOverheadTokens * (n - 1));
-  while (count < limits.maxBatchSize) {
-    const left = lo > 0 ? queue[order[lo - 1]!]!.length : -1;
-    const right = hi < w - 1 ? queue[order[hi + 1]!]!.length : -1;
-    // Padding each choice adds: a shorter input pads itself; a longer one pads everyone already in.
-    const leftFits = left >= 0 && (count + 1) * maxLen <= limits.maxBatchTokens && padOk(count + 1, maxLen, real + left);
-    const rightLen = Math.max(maxLen, right);
-    const rightFits = right >= 0 && (count + 1) * rightLen <= limits.maxBatchTokens && padOk(count + 1, rightLen, real + right);
-    const leftWaste = leftFits ? maxLen - left : Infinity;
-    const rightWaste = rightFits ? (Math.max(maxLen, right) - maxLen) * count : Infinity;
-    if (leftWaste === Infinity && rightWaste === Infinity) break;
-    if (leftWaste <= rightWaste) {
-      lo--;
-      real += left;
-    } else {
-      hi++;
-      maxLen = rightLen;
-      real += right;
-    }
-    count++;
-  }
-  return order.slice(lo, hi + 1).sort((a, b) => a - b);
+  const g = groups.find((x) => x.start <= anchor && anchor < x.end)!;
+  return order.slice(g.start, g.end).sort((a, b) => a - b);
 }
 
 /** Padding tokens a batch of these lengths carries. */

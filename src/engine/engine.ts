@@ -1,13 +1,14 @@
-// One model's engine: queue -> batcher -> runner. One batch runs at a time on the session while the next one is
-// cut and its tensors are built; when the running batch ends, a prepared batch with room is topped up with
-// inputs that arrived meanwhile.
+// One model's engine: queue -> batcher -> runners. A batch is cut at the moment a runner frees, from everything
+// queued by then (cutting one batch ahead chose from the few inputs that had arrived while the last batch ran, and
+// padded more); building its tensors takes microseconds against a run's milliseconds. With several runners (session
+// instances of one model, each in its own inference worker), each free one takes the next batch.
 import type { Encoded } from "../tokenize/encode";
 import type { BatchTensors, ModelSession } from "../model/session";
 import type { TaskReader } from "../tasks/task";
 import type { Metrics } from "../metrics";
 import { InferenceFailed, InfinityError, Unavailable } from "../errors";
 import { log } from "../log";
-import { DEFAULT_MAX_PADDING, DEFAULT_RUN_OVERHEAD_TOKENS, selectBatch, windowFor } from "./batcher";
+import { DEFAULT_RUN_OVERHEAD_TOKENS, selectBatch, windowFor } from "./batcher";
 import type { BatchInput } from "./inputs";
 import { InputQueue, Job, type Item } from "./queue";
 
@@ -32,7 +33,7 @@ export interface EngineResult<R> {
 
 export type EngineState = "loading" | "ready" | "broken" | "stopped";
 
-interface Prepared<R, I, T> {
+interface Batch<R, I, T> {
   items: Item<R, I>[];
   tensors: T;
   tokens: number;
@@ -109,15 +110,17 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
   lastError: string | null = null;
   private readonly queue: InputQueue<R, I>;
   private readonly input: BatchInput<I, T>;
-  private running = false;
-  private prepared: Prepared<R, I, T> | null = null;
+  private readonly runners: readonly Runner<R, T>[];
+  /** Runners not running a batch now (all of them when idle). */
+  private free: Runner<R, T>[];
   private consecutiveFailures = 0;
   private idleWaiters: Array<() => void> = [];
   private batchCount = 0;
 
   constructor(
     readonly name: string,
-    private readonly runner: Runner<R, T>,
+    /** One runner, or one per session instance: each runs one batch at a time. */
+    runner: Runner<R, T> | readonly Runner<R, T>[],
     /** A pad id (text: token batches) or how this engine's inputs are batched. */
     padIdOrInput: number | BatchInput<I, T>,
     private limits: EngineLimits,
@@ -125,7 +128,10 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
   ) {
     this.input = typeof padIdOrInput === "number" ? (tokenBatches(padIdOrInput) as unknown as BatchInput<I, T>) : padIdOrInput;
     this.queue = new InputQueue<R, I>(limits.maxQueueSize);
-    metrics?.queueDepth.set({ model: name }, () => this.queue.size + (this.prepared?.items.length ?? 0));
+    this.runners = Array.isArray(runner) ? [...runner] : [runner as Runner<R, T>];
+    if (this.runners.length === 0) throw new Error(`engine ${name} needs a runner`);
+    this.free = [...this.runners];
+    metrics?.queueDepth.set({ model: name }, () => this.queue.size);
   }
 
   /** Work queued or running (the lifecycle unloads only idle models). */
@@ -133,8 +139,18 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     return this.running || this.queued > 0;
   }
 
+  /** A batch is running on some runner. */
+  private get running(): boolean {
+    return this.free.length < this.runners.length;
+  }
+
+  /** How many runners (session instances) this engine dispatches to. */
+  get instances(): number {
+    return this.runners.length;
+  }
+
   get queued(): number {
-    return this.queue.size + (this.prepared?.items.length ?? 0);
+    return this.queue.size;
   }
 
   get batchLimits(): EngineLimits {
@@ -183,7 +199,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
-  private cut(): Prepared<R, I, T> | null {
+  private cut(): Batch<R, I, T> | null {
     const all = this.queue.view();
     if (all.length === 0) return null;
     // The batch takes the oldest input's group only; positions map back to queue indices.
@@ -202,7 +218,6 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
       maxBatchSize: this.limits.maxBatchSize,
       maxBatchTokens: this.limits.maxBatchTokens,
       window: windowFor(this.limits.maxBatchSize),
-      maxPadding: DEFAULT_MAX_PADDING,
       runOverheadTokens: this.limits.runOverheadTokens ?? DEFAULT_RUN_OVERHEAD_TOKENS,
     });
     const items = this.queue.take(positions ? chosen.map((i) => positions![i]!) : chosen);
@@ -212,32 +227,19 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     return { items, tensors, tokens, padded };
   }
 
-  /** A prepared batch with room left is re-cut with what arrived while it waited. */
-  private topUp(p: Prepared<R, I, T>): Prepared<R, I, T> | null {
-    const live = p.items.filter((i) => !i.job.cancelled);
-    const full = live.length >= this.limits.maxBatchSize || live.length * (p.padded / p.items.length) >= this.limits.maxBatchTokens;
-    if (live.length === p.items.length && (full || this.queue.size === 0)) return p;
-    this.queue.putBack(live);
-    return this.cut();
-  }
-
   private pump(): void {
     // A broken engine keeps trying: a success makes it ready again.
-    if (this.running || (this.state !== "ready" && this.state !== "broken")) return;
-    const batch = this.prepared ? this.topUp(this.prepared) : this.cut();
-    this.prepared = null;
-    if (!batch) {
-      this.notifyIdle();
-      return;
+    if (this.state !== "ready" && this.state !== "broken") return;
+    while (this.free.length > 0) {
+      const batch = this.cut();
+      if (!batch) break;
+      const runner = this.free.shift()!;
+      void this.execute(batch, runner).finally(() => {
+        this.free.push(runner);
+        this.pump();
+      });
     }
-    this.running = true;
-    const done = this.execute(batch);
-    // Prepare the next batch while this one runs.
-    this.prepared = this.cut();
-    void done.finally(() => {
-      this.running = false;
-      this.pump();
-    });
+    this.notifyIdle();
   }
 
   private notifyIdle(): void {
@@ -247,14 +249,14 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     for (const w of waiters) w();
   }
 
-  private async execute(batch: Prepared<R, I, T>): Promise<void> {
+  private async execute(batch: Batch<R, I, T>, runner: Runner<R, T>): Promise<void> {
     const start = performance.now();
     const batchId = ++this.batchCount;
     for (const item of batch.items) item.job.lastStartAt = Math.max(item.job.lastStartAt, start);
     for (const item of batch.items) this.metrics?.queueSeconds.observe({ model: this.name }, (start - item.job.enqueuedAt) / 1000);
     let results: R[];
     try {
-      results = await this.runner.run(batch.tensors);
+      results = await runner.run(batch.tensors);
       this.consecutiveFailures = 0;
       if (this.state === "broken") this.state = "ready";
     } catch (e) {
@@ -294,8 +296,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
   /** Stops taking work; inputs still queued (the shutdown timeout passed) are answered with 503, never dropped. */
   stop(): void {
     this.state = "stopped";
-    const waiting = [...this.queue.view(), ...(this.prepared?.items ?? [])];
-    this.prepared = null;
+    const waiting = [...this.queue.view()];
     this.queue.take(this.queue.view().map((_, i) => i));
     this.failJobs(waiting, new Unavailable(`model ${this.name} stopped before these inputs ran (shutdown timeout)`));
   }

@@ -30,13 +30,10 @@ export interface Item<R, I = Encoded> {
   index: number;
   enc: I;
   length: number;
-  /** Arrival order, to keep FIFO when items are put back. */
-  seq: number;
 }
 
 export class InputQueue<R, I = Encoded> {
   private items: Item<R, I>[] = [];
-  private seq = 0;
 
   constructor(private readonly maxSize: number) {}
 
@@ -52,7 +49,7 @@ export class InputQueue<R, I = Encoded> {
         Math.max(1, Math.ceil(this.items.length / this.maxSize)),
       );
     }
-    encoded.forEach((enc, index) => this.items.push({ job, index, enc, length: lengthOf(enc), seq: this.seq++ }));
+    encoded.forEach((enc, index) => this.items.push({ job, index, enc, length: lengthOf(enc) }));
   }
 
   /** Removes a cancelled job's waiting inputs and fails it. */
@@ -76,12 +73,5 @@ export class InputQueue<R, I = Encoded> {
     const head = this.items.slice(0, headEnd).filter((_, i) => !drop.has(i));
     this.items = head.concat(this.items.slice(headEnd));
     return taken;
-  }
-
-  /** Returns items to the queue in arrival order (a prepared batch being topped up). */
-  putBack(items: readonly Item<R, I>[]): void {
-    const live = items.filter((i) => !i.job.cancelled);
-    if (!live.length) return;
-    this.items = live.concat(this.items).sort((a, b) => a.seq - b.seq);
   }
 }

@@ -1,86 +1,175 @@
 import { describe, expect, test } from "bun:test";
-import { fitRunOverhead, paddingOf, RUN_OVERHEAD_RANGE, selectBatch, windowFor } from "../../src/engine/batcher";
+import { batchCost, fitRunOverhead, paddingOf, partitionByCost, RUN_OVERHEAD_RANGE, selectBatch, windowFor } from "../../src/engine/batcher";
 
 const q = (...lengths: number[]) => lengths.map((length) => ({ length }));
-// Padding cap 1 (off) and no run-overhead allowance unless a test sets them.
-const limits = (maxBatchSize: number, maxBatchTokens: number, window = 64, maxPadding = 1, runOverheadTokens = 0) => ({ maxBatchSize, maxBatchTokens, window, maxPadding, runOverheadTokens });
+// No run overhead unless a test sets one: then the cost of a batch is its padded tokens alone.
+const limits = (maxBatchSize: number, maxBatchTokens: number, window = 64, runOverheadTokens = 0) => ({ maxBatchSize, maxBatchTokens, window, runOverheadTokens });
+
+/** A seeded generator (mulberry32), so the random cases are the same on every run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Limits = ReturnType<typeof limits>;
+
+/** The cheapest total cost over every way to split these inputs into feasible batches, by enumeration. */
+function bruteForceCost(lengths: readonly number[], l: Limits): number {
+  let best = Infinity;
+  const groups: number[][] = [];
+  const walk = (k: number) => {
+    if (k === lengths.length) {
+      let cost = 0;
+      for (const g of groups) {
+        const max = Math.max(...g.map((i) => lengths[i]!));
+        if (g.length > l.maxBatchSize || (g.length > 1 && g.length * max > l.maxBatchTokens)) return;
+        cost += batchCost(g.length, max, l.runOverheadTokens);
+      }
+      best = Math.min(best, cost);
+      return;
+    }
+    for (const g of groups) {
+      g.push(k);
+      walk(k + 1);
+      g.pop();
+    }
+    groups.push([k]);
+    walk(k + 1);
+    groups.pop();
+  };
+  walk(0);
+  return best;
+}
+
+function partitionCost(sorted: readonly number[], l: Limits): number {
+  return partitionByCost(sorted, l).reduce((s, g) => s + batchCost(g.end - g.start, sorted[g.end - 1]!, l.runOverheadTokens), 0);
+}
+
+describe("partitionByCost", () => {
+  test("matches the cheapest of all partitions (brute force) on small random cases", () => {
+    const next = rng(7);
+    for (let c = 0; c < 300; c++) {
+      const n = 1 + Math.floor(next() * 7);
+      const lengths = Array.from({ length: n }, () => 1 + Math.floor(next() * (next() < 0.3 ? 20 : 260)));
+      const l = limits(1 + Math.floor(next() * 5), 32 + Math.floor(next() * 600), 64, Math.floor(next() * 64));
+      const sorted = [...lengths].sort((a, b) => a - b);
+      const groups = partitionByCost(sorted, l);
+      // A partition: contiguous, covering, feasible.
+      expect(groups[0]!.start).toBe(0);
+      expect(groups[groups.length - 1]!.end).toBe(n);
+      groups.forEach((g, i) => {
+        if (i > 0) expect(g.start).toBe(groups[i - 1]!.end);
+        const rows = g.end - g.start;
+        expect(rows).toBeLessThanOrEqual(l.maxBatchSize);
+        if (rows > 1) expect(rows * sorted[g.end - 1]!).toBeLessThanOrEqual(l.maxBatchTokens);
+      });
+      expect(partitionCost(sorted, l)).toBe(bruteForceCost(lengths, l));
+    }
+  });
+
+  test("the run overhead decides between padding and another run", () => {
+    // 10 and 20 together pad 10 tokens; apart they pay one more run.
+    expect(partitionByCost([10, 20], limits(8, 1000, 64, 0))).toEqual([{ start: 0, end: 1 }, { start: 1, end: 2 }]);
+    expect(partitionByCost([10, 20], limits(8, 1000, 64, 9))).toEqual([{ start: 0, end: 1 }, { start: 1, end: 2 }]);
+    expect(partitionByCost([10, 20], limits(8, 1000, 64, 10))).toEqual([{ start: 0, end: 2 }]);
+    expect(partitionByCost([10, 20], limits(8, 1000, 64, 24))).toEqual([{ start: 0, end: 2 }]);
+  });
+
+  test("equal lengths fill batches up to the batch size and the budget", () => {
+    expect(partitionByCost(Array(10).fill(30), limits(4, 10_000, 64, 24))).toEqual([{ start: 0, end: 4 }, { start: 4, end: 8 }, { start: 8, end: 10 }]);
+    expect(partitionByCost(Array(7).fill(30), limits(32, 100, 64, 24)).map((g) => g.end - g.start)).toEqual([3, 3, 1]);
+  });
+});
 
 describe("selectBatch", () => {
   test("empty queue gives no batch", () => {
     expect(selectBatch([], limits(4, 100))).toEqual([]);
   });
 
-  test("takes everything when it fits", () => {
-    expect(selectBatch(q(5, 7, 6), limits(8, 1000))).toEqual([0, 1, 2]);
+  test("takes everything when it fits and the run overhead outweighs the padding", () => {
+    expect(selectBatch(q(5, 7, 6), limits(8, 1000, 64, 24))).toEqual([0, 1, 2]);
   });
 
   test("caps by batch size and always includes the oldest input", () => {
-    const picked = selectBatch(q(50, 5, 5, 5, 5, 49, 48), limits(3, 10_000));
-    expect(picked).toHaveLength(3);
+    const picked = selectBatch(q(50, 5, 5, 5, 5, 49, 48), limits(3, 10_000, 64, 24));
     expect(picked).toContain(0);
-    // Around the oldest (50), the nearest lengths are 49 and 48: less padding than the short ones.
-    expect(picked.sort()).toEqual([0, 5, 6]);
+    // The oldest (50) goes with the nearest lengths, 49 and 48; the four short ones make their own batch.
+    expect(picked).toEqual([0, 5, 6]);
   });
 
   test("groups similar lengths to keep padding small", () => {
     const queue = q(10, 100, 11, 101, 12, 99);
-    const first = selectBatch(queue, limits(3, 10_000));
+    const first = selectBatch(queue, limits(3, 10_000, 64, 24));
     expect(first).toEqual([0, 2, 4]);
     expect(paddingOf(first.map((i) => queue[i]!.length))).toBe(3);
   });
 
   test("respects the token budget: padded length x batch size", () => {
-    const picked = selectBatch(q(30, 30, 30, 30), limits(32, 100));
-    expect(picked).toEqual([0, 1, 2]);
+    expect(selectBatch(q(30, 30, 30, 30), limits(32, 100, 64, 24))).toHaveLength(3);
     const mixed = q(10, 40, 10, 10);
-    const m = selectBatch(mixed, limits(32, 45));
-    // 10+10+10+10 = 4 x 10 = 40 fits; adding the 40-long input would make 5 x 40... it is left out.
+    const m = selectBatch(mixed, limits(32, 45, 64, 24));
     expect(m).toEqual([0, 2, 3]);
     const lengths = m.map((i) => mixed[i]!.length);
     expect(Math.max(...lengths) * lengths.length).toBeLessThanOrEqual(45);
   });
 
   test("an input longer than the budget runs alone", () => {
-    expect(selectBatch(q(500, 3, 3), limits(8, 100))).toEqual([0]);
+    expect(selectBatch(q(500, 3, 3), limits(8, 100, 64, 24))).toEqual([0]);
   });
 
   test("only the window is considered", () => {
-    const queue = q(10, 90, 90, 90, 10);
+    const queue = q(10, 12, 12, 12, 10);
     // The window (2) hides the later 10-long input.
-    expect(selectBatch(queue, limits(2, 10_000, 2))).toEqual([0, 1]);
-    expect(selectBatch(queue, limits(2, 10_000, 5))).toEqual([0, 4]);
+    expect(selectBatch(queue, limits(2, 10_000, 2, 24))).toEqual([0, 1]);
+    expect(selectBatch(queue, limits(2, 10_000, 5, 24))).toEqual([0, 4]);
   });
 
-  test("no starvation: a long input at the head is served next even with many short ones behind", () => {
-    const queue = q(200, ...Array(100).fill(3));
-    expect(selectBatch(queue, limits(4, 100_000))).toContain(0);
-  });
-
-  test("the padding cap keeps inputs of very different lengths apart", () => {
-    const queue = q(100, 5, 98, 6, 97);
-    // Without a cap the five run together (lengths 5 and 6 padded to 100).
-    expect(selectBatch(queue, limits(8, 10_000, 64, 1))).toEqual([0, 1, 2, 3, 4]);
-    // With 5%, only the long ones share a batch; the short ones wait for their own.
-    const capped = selectBatch(queue, limits(8, 10_000, 64, 0.05));
-    expect(capped).toEqual([0, 2, 4]);
-    const lengths = capped.map((i) => queue[i]!.length);
-    expect(paddingOf(lengths) / (Math.max(...lengths) * lengths.length)).toBeLessThanOrEqual(0.05);
-    expect(selectBatch(q(50, 100, 51), limits(8, 10_000, 64, 0.05))).toEqual([0, 2]);
-    expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 0.05))).toEqual([0]);
-  });
-
-  test("short inputs batch past the padding cap while the padding stays under the runs it saves", () => {
-    // 5 and 6: one padding token is 8% of the batch, over a 5% cap, but far less than a run's overhead.
-    expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 2]);
-    // Eight short inputs of 4-30 tokens: up to 7 x 24 = 168 padding tokens are worth it; they pad 8 x 30 - 120 = 120.
+  test("inputs of very different lengths are kept apart; short ones batch while the padding costs less than a run", () => {
+    // 100/98/97 pad 5 tokens together; adding 5 and 6 would pad ~190 to save two runs (48 tokens).
+    expect(selectBatch(q(100, 5, 98, 6, 97), limits(8, 10_000, 64, 24))).toEqual([0, 2, 4]);
+    expect(selectBatch(q(5, 100, 6), limits(8, 10_000, 64, 24))).toEqual([0, 2]);
+    // Eight short inputs of 4-30 tokens: all together pad 120 tokens (cost 24 + 240); split at 12 | 16 they pad 60 in
+    // two runs (24 + 48 + 24 + 120): the oldest (10) goes with 4, 8 and 12.
     const short = q(10, 4, 30, 12, 20, 8, 16, 20);
-    expect(selectBatch(short, limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    // Long inputs of different lengths still wait for their own: 100 and 200 would pad 100 tokens for one run saved.
-    expect(selectBatch(q(100, 200, 101), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 2]);
-    // The allowance is (n - 1) runs' worth: 60 and 50 pad 10 tokens (allowed up to 24); adding 20 would make 50
-    // padding tokens in a batch of three, over the 48 its two saved runs allow.
-    expect(selectBatch(q(60, 50, 20), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 1]);
-    expect(selectBatch(q(60, 50, 22), limits(8, 10_000, 64, 0.05, 24))).toEqual([0, 1, 2]);
+    expect(selectBatch(short, limits(8, 10_000, 64, 24))).toEqual([0, 1, 3, 5]);
+    // With a larger run overhead (a GPU's launch cost, say) the eight run as one batch.
+    expect(selectBatch(short, limits(8, 10_000, 64, 80))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(selectBatch(q(100, 200, 101), limits(8, 10_000, 64, 24))).toEqual([0, 2]);
+  });
+
+  test("no starvation: every cut takes the oldest input, so an input at queue position p runs within p + 1 cuts", () => {
+    const next = rng(11);
+    const l = limits(32, 512, 128, 24);
+    type Waiting = { length: number; id: number; position: number; cuts: number };
+    let queue: Waiting[] = [];
+    let id = 0;
+    const arrive = (k: number) => {
+      for (let i = 0; i < k; i++) queue.push({ length: next() < 0.3 ? 4 + Math.floor(next() * 21) : 32 + Math.floor(next() * 225), id: id++, position: queue.length, cuts: 0 });
+    };
+    arrive(40);
+    let worst = 0;
+    for (let step = 0; step < 2000; step++) {
+      if (queue.length === 0) arrive(1);
+      const picked = selectBatch(queue, l);
+      expect(picked[0]).toBe(0);
+      for (const w of queue) w.cuts++;
+      for (const i of picked) {
+        const w = queue[i]!;
+        expect(w.cuts).toBeLessThanOrEqual(w.position + 1);
+        worst = Math.max(worst, w.cuts);
+      }
+      const taken = new Set(picked);
+      queue = queue.filter((_, i) => !taken.has(i));
+      // Random arrivals, sometimes a burst, sometimes none: the queue grows and drains.
+      arrive(Math.floor(next() * (step % 100 < 50 ? 12 : 3)));
+    }
+    expect(worst).toBeGreaterThan(1);
   });
 
   test("window grows with batch size", () => {

@@ -211,4 +211,42 @@ describe("Engine", () => {
     expect(res.queueMs).toBeGreaterThanOrEqual(0);
     expect(res.inferenceMs).toBeGreaterThanOrEqual(0);
   });
+
+  test("batches are cut when a runner frees, from everything queued by then", async () => {
+    const r = recordingRunner();
+    const e = new Engine("m", r.runner, 0, { maxBatchSize: 8, maxBatchTokens: 1000, maxQueueSize: 100, runOverheadTokens: 24 });
+    e.start();
+    r.hold();
+    const first = e.submit([ofLength(3)]);
+    // Arriving one by one while the first batch runs: a batch cut ahead would have held only the first of them.
+    const rest = [e.submit([ofLength(50)]), e.submit([ofLength(4)]), e.submit([ofLength(51)]), e.submit([ofLength(5)])];
+    r.release();
+    await first;
+    await Promise.all(rest);
+    // By length: the oldest (50) with 51; then 4 with 5.
+    expect(r.batches.map((b) => [b.batch, b.seqLen])).toEqual([[1, 3], [2, 51], [2, 5]]);
+  });
+
+  test("several runners (session instances): each free one takes the next batch, and all of them are used", async () => {
+    const a = recordingRunner();
+    const b = recordingRunner();
+    const e = new Engine("m", [a.runner, b.runner], 0, { maxBatchSize: 1, maxBatchTokens: 1000, maxQueueSize: 100 });
+    expect(e.instances).toBe(2);
+    e.start();
+    a.hold();
+    b.hold();
+    const jobs = [1, 2, 3, 4].map((v) => e.submit([enc(v)]));
+    // Two batches run at once, one per runner; the other two wait for a runner to free.
+    expect(a.batches).toHaveLength(1);
+    expect(b.batches).toHaveLength(1);
+    expect(e.queued).toBe(2);
+    b.release();
+    await jobs[1];
+    await Bun.sleep(0);
+    // The runner that freed took the rest one after another; the held one still has its first batch.
+    expect(b.batches.length).toBe(3);
+    expect(a.batches).toHaveLength(1);
+    a.release();
+    expect((await Promise.all(jobs)).map((x) => x.results[0])).toEqual([1, 2, 3, 4]);
+  });
 });
