@@ -16,7 +16,7 @@ export const CACHE_OP_TIMEOUT_MS = 500;
 /** After a failure the backend is left alone this long: requests skip it instead of each paying the failure. */
 export const CACHE_RETRY_AFTER_MS = 5000;
 /** Bumped when the stored value format or key derivation changes, so old entries are never read. */
-const KEY_VERSION = "infinity-result-v1";
+const KEY_VERSION = "infinity-result-v2";
 
 /** What the engine computed for some inputs: raw results and token counts (usage), one per input. */
 export interface Computed<R> {
@@ -26,31 +26,78 @@ export interface Computed<R> {
   inferenceMs: number;
 }
 
-/** How a task's raw result is stored: as float32 values (exact for what the sessions return). */
+/** The arrays a result is stored as: 4-byte elements, so every array stays aligned in the stored value. */
+export type StoredArray = Float32Array | Int32Array;
+
+/**
+ * How a task's raw result is stored: as a few typed arrays (a vector; a sparse vector's indices and values; a
+ * matrix's shape and data). Each output kind defines its codec beside its task; the cache stores any of them.
+ * `fromArrays` answers null for arrays that do not have the codec's shape (the entry is then recomputed).
+ */
 export interface Codec<R> {
-  toFloats(r: R): Float32Array;
-  fromFloats(f: Float32Array): R;
+  toArrays(r: R): StoredArray[];
+  fromArrays(arrays: StoredArray[]): R | null;
 }
 
-export const VECTOR_CODEC: Codec<Float32Array> = { toFloats: (r) => r, fromFloats: (f) => f };
-/** One score per input (rerank logits, read from float32 outputs, so float32 holds them exactly). */
-export const SCORE_CODEC: Codec<number> = { toFloats: (r) => Float32Array.of(r), fromFloats: (f) => f[0]! };
+const one = <T extends StoredArray>(arrays: StoredArray[], type: new (n: number) => T): T | null =>
+  arrays.length === 1 && arrays[0] instanceof type ? (arrays[0] as T) : null;
 
-/** Stored value: uint32 token count, then the float32 values (little-endian). */
-export function encodeEntry(tokens: number, floats: Float32Array): Uint8Array {
-  const out = new Uint8Array(4 + floats.byteLength);
-  new DataView(out.buffer).setUint32(0, tokens, true);
-  out.set(new Uint8Array(floats.buffer, floats.byteOffset, floats.byteLength), 4);
+/** A dense vector (or a classifier's logits): float32, exact for what the sessions return. */
+export const VECTOR_CODEC: Codec<Float32Array> = { toArrays: (r) => [r], fromArrays: (a) => one(a, Float32Array) };
+/** One score per input (rerank logits, read from float32 outputs, so float32 holds them exactly). */
+export const SCORE_CODEC: Codec<number> = {
+  toArrays: (r) => [Float32Array.of(r)],
+  fromArrays: (a) => {
+    const f = one(a, Float32Array);
+    return f && f.length === 1 ? f[0]! : null;
+  },
+};
+
+const FLOAT32 = 1;
+const INT32 = 2;
+
+/**
+ * Stored value, little-endian uint32 words: token count (usage stays exact on a hit), number of arrays, then per
+ * array its element type (1 float32, 2 int32) and length, then the arrays' elements one after another.
+ */
+export function encodeEntry(tokens: number, arrays: readonly StoredArray[]): Uint8Array {
+  const header = 2 + 2 * arrays.length;
+  let words = header;
+  for (const a of arrays) words += a.length;
+  const out = new Uint8Array(words * 4);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, tokens, true);
+  view.setUint32(4, arrays.length, true);
+  let at = header * 4;
+  arrays.forEach((a, i) => {
+    view.setUint32(8 + 8 * i, a instanceof Float32Array ? FLOAT32 : INT32, true);
+    view.setUint32(12 + 8 * i, a.length, true);
+    out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
+    at += a.byteLength;
+  });
   return out;
 }
 
-export function decodeEntry(bytes: Uint8Array): { tokens: number; floats: Float32Array } | null {
+export function decodeEntry(bytes: Uint8Array): { tokens: number; arrays: StoredArray[] } | null {
   if (bytes.byteLength < 8 || bytes.byteLength % 4 !== 0) return null;
-  const tokens = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
   // A copy (new Uint8Array copies; a Buffer's slice would not): stored bytes may be unaligned views of a larger
-  // buffer (Redis replies are Buffers), and callers may change the vector.
-  const floats = new Float32Array(new Uint8Array(bytes.subarray(4)).buffer);
-  return { tokens, floats };
+  // buffer (Redis replies are Buffers), and callers may change the arrays.
+  const copy = new Uint8Array(bytes);
+  const view = new DataView(copy.buffer);
+  const tokens = view.getUint32(0, true);
+  const count = view.getUint32(4, true);
+  const header = 2 + 2 * count;
+  if (count > 64 || header * 4 > copy.byteLength) return null;
+  const arrays: StoredArray[] = [];
+  let at = header * 4;
+  for (let i = 0; i < count; i++) {
+    const type = view.getUint32(8 + 8 * i, true);
+    const length = view.getUint32(12 + 8 * i, true);
+    if ((type !== FLOAT32 && type !== INT32) || at + length * 4 > copy.byteLength) return null;
+    arrays.push(type === FLOAT32 ? new Float32Array(copy.buffer, at, length) : new Int32Array(copy.buffer, at, length));
+    at += length * 4;
+  }
+  return at === copy.byteLength ? { tokens, arrays } : null;
 }
 
 function hashParts(parts: ReadonlyArray<string | Uint8Array>): string {
@@ -193,9 +240,10 @@ export class ResultCache {
     const missing: number[] = [];
     stored.forEach((bytes, i) => {
       const entry = bytes ? decodeEntry(bytes) : null;
-      if (bytes && !entry) this.metrics?.cacheErrors.inc({ op: "decode" });
-      if (entry) {
-        results[i] = codec.fromFloats(entry.floats);
+      const result = entry ? codec.fromArrays(entry.arrays) : null;
+      if (bytes && result === null) this.metrics?.cacheErrors.inc({ op: "decode" });
+      if (entry && result !== null) {
+        results[i] = result;
         tokens[i] = entry.tokens;
       } else missing.push(i);
     });
@@ -208,7 +256,7 @@ export class ResultCache {
     missing.forEach((index, j) => {
       results[index] = computed.results[j]!;
       tokens[index] = computed.tokens[j]!;
-      entries.push([keys[index]!, encodeEntry(computed.tokens[j]!, codec.toFloats(computed.results[j]!))]);
+      entries.push([keys[index]!, encodeEntry(computed.tokens[j]!, codec.toArrays(computed.results[j]!))]);
     });
     await this.write(entries);
     return { results, tokens, queueMs: computed.queueMs, inferenceMs: computed.inferenceMs, hits };

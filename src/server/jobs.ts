@@ -5,11 +5,12 @@ import { inputKey, SCORE_CODEC, VECTOR_CODEC, type Codec } from "../cache/cache"
 import type { Capability, ColPaliModel, ServedModel } from "../engine/registry";
 import { CapabilityMismatch, InputTooLong, InvalidInput, TooManyVectors } from "../errors";
 import { colpaliQueryInput, colpaliQueryText } from "../tasks/colpali";
+import { checkHybridOutputs, hybridCodec, hybridKeyMark, type HybridOutput, type HybridResult } from "../tasks/hybrid";
 import { mediaFiles } from "./media-inputs";
 import { labelScores, type LabelScore } from "../tasks/classify";
 import { finishEmbedding, inputPrompt, type PromptRequest } from "../tasks/embed";
-import { colbertInput, maxSim, type MultiVector } from "../tasks/multivector";
-import { sparseDot, sparseKind, type SparseVector } from "../tasks/sparse";
+import { colbertInput, maxSim, MULTIVECTOR_CODEC, type InputType, type MultiVector } from "../tasks/multivector";
+import { sparseDot, sparseKind, SPARSE_CODEC, type SparseVector } from "../tasks/sparse";
 import type { QuantizationRanges } from "../tasks/quantize";
 import { rankResults, type RerankItem } from "../tasks/rerank";
 import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
@@ -20,6 +21,8 @@ export type EmbedModel = Extract<ServedModel, { task: "embed" }>;
 export type HybridModel = Extract<ServedModel, { task: "hybrid" }>;
 export type RerankModel = Extract<ServedModel, { task: "rerank" }>;
 export type ClassifyModel = Extract<ServedModel, { task: "classify" }>;
+export type SparseModel = Extract<ServedModel, { task: "sparse" }>;
+export type MultiVectorModel = Extract<ServedModel, { task: "multivector" }>;
 
 /** What to do with an input longer than the model takes. */
 export interface Truncation {
@@ -81,6 +84,8 @@ function refuseTooLong(model: ServedModel, encoded: readonly Encoded[], field: I
   );
 }
 
+type Submit<R> = (inputs: Encoded[], signal: AbortSignal, indices: number[]) => Promise<{ results: R[]; queueMs: number; inferenceMs: number; tokens?: number[] }>;
+
 /**
  * Runs a job's inputs through the result cache and the engine. With truncate false every input is tokenized first
  * (exactly), so a too-long one is refused even when an earlier, truncated result is cached.
@@ -94,8 +99,11 @@ async function cachedRun<R>(
   t: Truncation,
   field: InputField,
   signal: AbortSignal,
-  /** How the inputs reach the engine; the model's engine by default. */
-  submit?: (inputs: Encoded[], signal: AbortSignal) => Promise<{ results: R[]; queueMs: number; inferenceMs: number }>,
+  /**
+   * How the computed inputs reach the engine (`indices`: their places in the request); the model's engine by
+   * default. `tokens` replaces the token counts of usage (default: the encoded lengths).
+   */
+  submit?: Submit<R>,
 ): Promise<{ results: R[]; report: JobReport }> {
   const all = keys.map((_, i) => i);
   let pre: Encoded[] | null = null;
@@ -104,11 +112,13 @@ async function cachedRun<R>(
     refuseTooLong(model, pre, field);
   }
   const truncated: number[] = [];
-  const engine = submit ? { submit } : (model.engine as unknown as { submit(inputs: Encoded[], signal: AbortSignal): Promise<{ results: R[]; queueMs: number; inferenceMs: number }> });
+  const engine = model.engine as unknown as { submit(inputs: Encoded[], signal: AbortSignal): Promise<{ results: R[]; queueMs: number; inferenceMs: number }> };
+  const run: Submit<R> = submit ?? ((inputs, s) => engine.submit(inputs, s));
   const out = await ctx.cache.through(model.name, keys, codec, async (missing) => {
     const inputs = pre ? missing.map((i) => pre[i]!) : await encode(missing, { direction: t.direction });
     inputs.forEach((e, k) => wasTruncated(e) && truncated.push(missing[k]!));
-    return { ...(await engine.submit(inputs, signal)), tokens: inputs.map((e) => e.ids.length) };
+    const done = await run(inputs, signal, missing);
+    return { ...done, tokens: done.tokens ?? inputs.map((e) => e.ids.length) };
   });
   if (truncated.length) ctx.metrics.truncated.inc({ model: model.name }, truncated.length);
   truncated.sort((a, b) => a - b);
@@ -199,8 +209,9 @@ export function hybridDense(model: HybridModel) {
 }
 
 /**
- * Texts or token ids of an embedding request, checked: their result-cache keys (`keySuffix` marks left
- * truncation) and how to tokenize any of them, texts with the model's prompt.
+ * Texts or token ids of an embedding request, checked: their result-cache keys and how to tokenize any of them,
+ * texts with the model's prompt. `keySuffix` marks what else changes the output: left truncation, an output kind
+ * other than the model's dense vector (`:sparse`, `:multivector-query`, ...).
  */
 function embedInputs(ctx: ServerContext, model: TextEmbedModel, inputs: EmbedJob["inputs"], field: InputField, request: PromptRequest, keySuffix = "") {
   let keys: string[];
@@ -238,6 +249,125 @@ export function encodeInputs(model: TextEmbedModel, input: unknown, request: Pro
       : { texts: input as string | string[] };
   const { keys, encode } = embedInputs(ctx, model, inputs, { name: field, single: false }, request);
   return encode(keys.map((_, i) => i), {});
+}
+
+/** Texts, or token ids (one list, or a list of lists), as an embedding request sends them. */
+function inputsOf(input: unknown): EmbedJob["inputs"] {
+  return Array.isArray(input) && input.length > 0 && typeof input[0] !== "string"
+    ? { ids: typeof input[0] === "number" ? [input as number[]] : (input as number[][]) }
+    : { texts: input as string | string[] };
+}
+
+/** The texts or ids of a sparse or multi-vector request, with its prompt, always cut to the model's length. */
+export interface TokenOutputJob {
+  input: unknown;
+  /** The request field holding the inputs (`input`, `inputs`). */
+  field: string;
+  request: PromptRequest;
+}
+
+export interface SparseOutcome extends JobReport {
+  /** Unpruned: top_k / threshold are applied after the cache. */
+  vectors: SparseVector[];
+}
+
+/** A hybrid (bge-m3) model's lexical weights alone. */
+function hybridSparse(model: HybridModel): Submit<SparseVector> {
+  return async (inputs, signal) => {
+    const out = await model.engine.submit(inputs.map((e) => ({ ...e, sparse: true, multiVector: false })), signal);
+    return { ...out, results: out.results.map((r) => r.sparse!) };
+  };
+}
+
+/**
+ * Sparse vectors (SPLADE, bge-m3's lexical weights, an inference-free model's documents), per input through the
+ * result cache. An inference-free model (a Router SparseEncoder) encodes queries (input_type query, or its default
+ * route) from its static per-token weights without a model run: those are not cached (a lookup costs less than a
+ * cache round trip), and its documents are keyed as documents, so the two encodings never share an entry.
+ */
+export async function runSparse(ctx: ServerContext, model: SparseModel | HybridModel, job: TokenOutputJob, signal: AbortSignal): Promise<SparseOutcome> {
+  if (model.task === "hybrid") checkHybridOutputs(["sparse"], model.hybrid.layout, model.name);
+  const field = { name: job.field, single: typeof job.input === "string" };
+  let suffix = ":sparse";
+  if (model.task === "sparse" && model.sparseQuery) {
+    if (sparseKind(job.request.inputType, model.layout.sparse!.defaultKind) === "query") return inferenceFreeQueries(ctx, model, job);
+    suffix = ":sparse-document";
+  }
+  const { keys, encode } = embedInputs(ctx, model, inputsOf(job.input), field, job.request, suffix);
+  const submit = model.task === "hybrid" ? hybridSparse(model) : undefined;
+  const { results, report } = await cachedRun(ctx, model, keys, SPARSE_CODEC, encode, TRUNCATE_RIGHT, field, signal, submit);
+  return { vectors: results, ...report };
+}
+
+/** Queries of an inference-free sparse model: its static weights of the query's tokens (no special tokens). */
+async function inferenceFreeQueries(ctx: ServerContext, model: SparseModel, job: TokenOutputJob): Promise<SparseOutcome> {
+  const input = job.input;
+  if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
+    throw new InvalidInput("token-id input is not supported for the queries of an inference-free sparse model (they are tokenized without special tokens): send text", job.field);
+  }
+  const texts = checkTexts(input as string | string[], job.field, ctx.config);
+  const { prompt } = inputPrompt(model.layout, job.request);
+  const out = await model.sparseQuery!.encode(texts.map((t) => prompt + t));
+  return { vectors: out.vectors, usage: usageOfCounts(out.tokens), queueMs: 0, inferenceMs: 0, truncated: [], hits: 0 };
+}
+
+/**
+ * Multi-vector (ColBERT) runs: each input prepared as a query or a document; usage counts real tokens. The
+ * vectors of what is computed are known from the tokens, so a request over `maxVectors` is refused before it runs.
+ */
+function multiVectorSubmit(model: MultiVectorModel, kindOf: (index: number) => InputType, maxVectors: number, param: string): Submit<MultiVector> {
+  const colbert = model.colbert!;
+  return async (encoded, signal, indices) => {
+    const inputs = encoded.map((e, k) => colbertInput(e, kindOf(indices[k]!), colbert.layout, colbert.tokens));
+    let vectors = 0;
+    for (const x of inputs) for (let i = 0; i < x.keep.length; i++) vectors += x.keep[i]!;
+    checkVectorCount(vectors, maxVectors, param);
+    return { ...(await model.engine.submit(inputs, signal)), tokens: inputs.map((x) => x.tokens) };
+  };
+}
+
+export interface MultiVectorOutcome extends JobReport {
+  matrices: MultiVector[];
+}
+
+/** Multi-vector (ColBERT) embeddings as queries or documents, per input through the result cache. */
+export async function runMultiVector(ctx: ServerContext, model: MultiVectorModel, job: TokenOutputJob & { kind: InputType }, signal: AbortSignal): Promise<MultiVectorOutcome> {
+  const field = { name: job.field, single: typeof job.input === "string" };
+  const max = ctx.config.maxVectorsPerRequest;
+  const { keys, encode } = embedInputs(ctx, model, inputsOf(job.input), field, job.request, `:multivector-${job.kind}`);
+  const submit = multiVectorSubmit(model, () => job.kind, max, job.field);
+  const { results, report } = await cachedRun(ctx, model, keys, MULTIVECTOR_CODEC, encode, TRUNCATE_RIGHT, field, signal, submit);
+  // Cached inputs count too: the answer stays within the limit (what ran was already bounded above).
+  let rows = 0;
+  for (const m of results) rows += m.rows;
+  checkVectorCount(rows, max, job.field);
+  return { matrices: results, ...report };
+}
+
+export interface HybridOutcome extends JobReport {
+  /** Per input the asked outputs (dense raw: normalised and cut by the caller); the others empty. */
+  results: HybridResult[];
+}
+
+/**
+ * Outputs of a hybrid (bge-m3) model other than dense alone, from one run per batch, per input through the result
+ * cache (keyed by which outputs were asked: see hybridKeyMark). The multi-vector answer is bounded like a ColBERT one
+ * (one vector per real token after CLS): what runs is checked before it runs, the whole answer after.
+ */
+export async function runHybrid(ctx: ServerContext, model: HybridModel, job: TokenOutputJob & { outputs: readonly HybridOutput[] }, signal: AbortSignal): Promise<HybridOutcome> {
+  checkHybridOutputs(job.outputs, model.hybrid.layout, model.name);
+  const field = { name: job.field, single: typeof job.input === "string" };
+  const sparse = job.outputs.includes("sparse");
+  const multiVector = job.outputs.includes("multi_vector");
+  const max = ctx.config.maxVectorsPerRequest;
+  const { keys, encode } = embedInputs(ctx, model, inputsOf(job.input), field, job.request, hybridKeyMark(job.outputs));
+  const submit: Submit<HybridResult> = async (inputs, s) => {
+    if (multiVector) checkVectorCount(inputs.reduce((n, e) => n + Math.max(0, e.ids.length - 1), 0), max, job.field);
+    return model.engine.submit(inputs.map((e) => ({ ...e, sparse, multiVector })), s);
+  };
+  const { results, report } = await cachedRun(ctx, model, keys, hybridCodec(job.outputs), encode, TRUNCATE_RIGHT, field, signal, submit);
+  if (multiVector) checkVectorCount(results.reduce((n, r) => n + r.multiVector!.rows, 0), max, job.field);
+  return { results, ...report };
 }
 
 export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortSignal): Promise<EmbedOutcome> {
@@ -342,9 +472,8 @@ export async function runRerank(ctx: ServerContext, job: RerankJob, signal: Abor
     // An embedding model ranks by similarity (cosine, sparse dot product, MaxSim): raw scores, no sigmoid.
     if (served.task === "classify") throw new InvalidInput(`model "${served.name}" is a classifier`, "model");
     if (job.instruction !== undefined) throw new InvalidInput("`instruction` applies to LLM rerankers (Qwen3-Reranker) only", "instruction");
-    const out = await similarityScores(served, job.query, job.documents, ctx, signal, job.field);
-    const report = { usage: usageOfCounts(out.tokens), queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated: [], hits: 0 };
-    return { model: served, ranked: rankResults(out.scores, job.topN, true), ...report };
+    const { scores, report } = await similarityScores(served, job.query, job.documents, ctx, signal, job.field);
+    return { model: served, ranked: rankResults(scores, job.topN, true), ...report };
   }
   const model: RerankModel = served;
   if (job.instruction !== undefined && !model.layout.rerankTemplate) {
@@ -405,44 +534,23 @@ export async function runClassify(ctx: ServerContext, job: ClassifyJob, signal: 
   return { model, scores: results.map((logits) => labelScores(logits, model.layout.labels, job.rawScores)), ...report };
 }
 
-export type SparseModel = Extract<ServedModel, { task: "sparse" }>;
-
-/**
- * Sparse vectors of a request's inputs. An inference-free model (a Router SparseEncoder) encodes queries from its
- * static per-token weights without a model run (input_type query, or its default route); documents, and every
- * input of a plain SPLADE model, go through the engine. tokens: what each input counted for usage.
- */
-export async function sparseVectors(ctx: ServerContext, model: SparseModel, input: unknown, request: PromptRequest, field: string, signal: AbortSignal) {
-  if (model.sparseQuery && sparseKind(request.inputType, model.layout.sparse!.defaultKind) === "query") {
-    if (Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
-      throw new InvalidInput("token-id input is not supported for the queries of an inference-free sparse model (they are tokenized without special tokens): send text", field);
-    }
-    const texts = checkTexts(input as string | string[], field, ctx.config);
-    const { prompt } = inputPrompt(model.layout, request);
-    const out = await model.sparseQuery.encode(texts.map((t) => prompt + t));
-    return { results: out.vectors, tokens: out.tokens, queueMs: 0, inferenceMs: 0 };
-  }
-  const encoded = await encodeInputs(model, input, request, field, ctx);
-  const out = await model.engine.submit(encoded, signal);
-  return { results: out.results as SparseVector[], tokens: encoded.map((e) => e.ids.length), queueMs: out.queueMs, inferenceMs: out.inferenceMs };
-}
-
 /** Models that rank documents by comparing embeddings rather than with a cross-encoder. */
 export type SimilarityModel = TextEmbedModel;
 
 /**
  * Scores of documents against a query by their embeddings, for /rerank with an embedding model: the query encoded
- * as a query (its prompt, ColBERT's query encoding), the documents as documents, in one engine submission.
- * Dense: cosine of the L2-normalised vectors; sparse: dot product of the weights; multi-vector: MaxSim; hybrid
- * (bge-m3): cosine of the dense vectors.
+ * as a query (its prompt, ColBERT's query encoding), the documents as documents, in one engine submission of
+ * whatever the result cache does not hold (entries shared with /embeddings and /embed_sparse of the same inputs;
+ * ColPali's image documents are not cached). Dense: cosine of the L2-normalised vectors; sparse: dot product of the
+ * weights; multi-vector: MaxSim; hybrid (bge-m3): cosine of the dense vectors. x-truncated-inputs names documents.
  */
-export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal, field = "documents") {
+export async function similarityScores(model: SimilarityModel, query: string, docs: string[], ctx: ServerContext, signal: AbortSignal, field = "documents"): Promise<{ scores: number[]; report: JobReport }> {
   const each = <T>(results: T[], score: (a: T, b: T) => number) => results.slice(1).map((r) => score(results[0]!, r));
   if (model.task === "sparse" && model.sparseQuery) {
-    // Inference-free: the query from its static weights, the documents through the model.
-    const q = await sparseVectors(ctx, model, [query], { inputType: "query" }, "query", signal);
-    const d = await sparseVectors(ctx, model, docs, { inputType: "document" }, field, signal);
-    return { results: [], queueMs: d.queueMs, inferenceMs: d.inferenceMs, scores: d.results.map((v) => sparseDot(q.results[0]!, v)), tokens: [...q.tokens, ...d.tokens] };
+    // Inference-free: the query from its static weights, the documents through the model (and the cache).
+    const q = await runSparse(ctx, model, { input: [query], field: "query", request: { inputType: "query" } }, signal);
+    const { vectors, ...d } = await runSparse(ctx, model, { input: docs, field, request: { inputType: "document" } }, signal);
+    return { scores: vectors.map((v) => sparseDot(q.vectors[0]!, v)), report: { ...d, usage: usageOfCounts([q.usage.prompt_tokens, d.usage.prompt_tokens]) } };
   }
   if (model.task === "multivector" && model.colpali) {
     // ColPali: the query as a query, the documents as images; both runs at once.
@@ -452,25 +560,33 @@ export async function similarityScores(model: SimilarityModel, query: string, do
       colpaliEmbed(ctx, cp, "image", docs, { name: field, single: false }, signal, null),
     ]);
     const results = [...q.results, ...d.results];
-    return { results, queueMs: Math.max(q.queueMs, d.queueMs), inferenceMs: q.inferenceMs + d.inferenceMs, scores: each(results, maxSim), tokens: [...q.tokens, ...d.tokens] };
+    const report = { usage: usageOfCounts([...q.tokens, ...d.tokens]), queueMs: Math.max(q.queueMs, d.queueMs), inferenceMs: q.inferenceMs + d.inferenceMs, truncated: [], hits: 0 };
+    return { scores: each(results, maxSim), report };
   }
-  const q = await encodeInputs(model, [query], { inputType: "query" }, "query", ctx);
-  const d = await encodeInputs(model, docs, { inputType: "document" }, "documents", ctx);
-  if (model.task === "multivector" && model.colbert) {
-    const inputs = [colbertInput(q[0]!, "query", model.colbert.layout, model.colbert.tokens), ...d.map((e) => colbertInput(e, "document", model.colbert.layout, model.colbert.tokens))];
-    const out = await model.engine.submit(inputs, signal);
-    return { ...out, scores: each(out.results, maxSim), tokens: inputs.map((x) => x.tokens) };
+  const suffix = (kind: InputType) => (model.task === "sparse" ? ":sparse" : model.task === "multivector" ? `:multivector-${kind}` : "");
+  const q = embedInputs(ctx, model, { texts: [query] }, { name: "query", single: true }, { inputType: "query" }, suffix("query"));
+  const d = embedInputs(ctx, model, { texts: docs }, { name: field, single: false }, { inputType: "document" }, suffix("document"));
+  const keys = [...q.keys, ...d.keys];
+  // Index 0 is the query; `indices` ascend, so it comes first when it is among them.
+  const encode = async (indices: number[], options: EncodeOptions) => {
+    const rest = indices.filter((i) => i > 0).map((i) => i - 1);
+    const [qe, de] = await Promise.all([indices[0] === 0 ? q.encode([0], options) : [], rest.length ? d.encode(rest, options) : []]);
+    return [...qe, ...de];
+  };
+  const inputField = { name: field, single: false };
+  const finish = <R>(out: { results: R[]; report: JobReport }, score: (a: R, b: R) => number) => ({
+    scores: each(out.results, score),
+    report: { ...out.report, truncated: out.report.truncated.filter((i) => i > 0).map((i) => i - 1) },
+  });
+  if (model.task === "multivector") {
+    const submit = multiVectorSubmit(model, (i) => (i === 0 ? "query" : "document"), Number.POSITIVE_INFINITY, field);
+    return finish(await cachedRun(ctx, model, keys, MULTIVECTOR_CODEC, encode, TRUNCATE_RIGHT, inputField, signal, submit), maxSim);
   }
-  const encoded = [...q, ...d];
-  const tokens = encoded.map((e) => e.ids.length);
-  if (model.task === "sparse") {
-    const out = await model.engine.submit(encoded, signal);
-    return { ...out, scores: each(out.results, sparseDot), tokens };
-  }
+  if (model.task === "sparse") return finish(await cachedRun(ctx, model, keys, SPARSE_CODEC, encode, TRUNCATE_RIGHT, inputField, signal), sparseDot);
   // bge-m3: dense cosine, as FlagEmbedding's default dense score.
-  const out = model.task === "hybrid" ? await hybridDense(model)(encoded, signal) : await model.engine.submit(encoded, signal);
-  const unit = out.results.map((v) => finishEmbedding(v, undefined));
-  return { ...out, scores: each(unit, dot), tokens };
+  const submit = model.task === "hybrid" ? hybridDense(model) : undefined;
+  const out = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, TRUNCATE_RIGHT, inputField, signal, submit);
+  return finish({ ...out, results: out.results.map((v) => finishEmbedding(v, undefined)) }, dot);
 }
 
 function dot(a: Float32Array, b: Float32Array): number {

@@ -10,8 +10,9 @@ import type { BatchInput } from "../engine/inputs";
 import type { Encoded } from "../tokenize/encode";
 import { InvalidInput, ModelLoadError } from "../errors";
 import { l2normalize, pool } from "./embed";
-import type { MultiVector } from "./multivector";
-import type { SparseVector } from "./sparse";
+import { MULTIVECTOR_CODEC, type MultiVector } from "./multivector";
+import { SPARSE_CODEC, type SparseVector } from "./sparse";
+import type { Codec, StoredArray } from "../cache/cache";
 
 /** The outputs a hybrid model gives, by their API names. */
 export const HYBRID_OUTPUTS = ["dense", "sparse", "multi_vector"] as const;
@@ -53,6 +54,47 @@ export function checkHybridOutputs(outputs: readonly HybridOutput[], layout: Hyb
   if (missing.length) {
     throw new InvalidInput(`model "${model}" does not serve ${missing.join(" or ")} vectors: ${layout.unavailable ?? "its export lacks those outputs"}`, param);
   }
+}
+
+/**
+ * The asked outputs in one result-cache entry, in the order dense, sparse, multi_vector: the raw dense vector, the
+ * sparse codec's arrays, the multi-vector codec's arrays. One output alone is stored exactly as the sparse /
+ * multi-vector codec stores it, so those entries are shared with /embed_sparse (same key); outputs not asked are
+ * left empty (dense: a zero-length vector).
+ */
+export function hybridCodec(outputs: readonly HybridOutput[]): Codec<HybridResult> {
+  const dense = outputs.includes("dense");
+  const sparse = outputs.includes("sparse");
+  const multi = outputs.includes("multi_vector");
+  return {
+    toArrays: (r) => {
+      const arrays: StoredArray[] = [];
+      if (dense) arrays.push(r.dense);
+      if (sparse) arrays.push(...SPARSE_CODEC.toArrays(r.sparse!));
+      if (multi) arrays.push(...MULTIVECTOR_CODEC.toArrays(r.multiVector!));
+      return arrays;
+    },
+    fromArrays: (arrays) => {
+      let at = 0;
+      const d = dense ? arrays[at++] : new Float32Array(0);
+      if (!(d instanceof Float32Array)) return null;
+      const s = sparse ? SPARSE_CODEC.fromArrays(arrays.slice(at, (at += 2))) : null;
+      const m = multi ? MULTIVECTOR_CODEC.fromArrays(arrays.slice(at, (at += 2))) : null;
+      if ((sparse && !s) || (multi && !m) || at !== arrays.length) return null;
+      return { dense: d, sparse: s, multiVector: m };
+    },
+  };
+}
+
+/**
+ * What in a result-cache key tells a hybrid answer apart: the asked outputs in a fixed order. One output alone uses
+ * the same mark as the sparse / multi-vector routes of that output (their entries hold the same arrays).
+ */
+export function hybridKeyMark(outputs: readonly HybridOutput[]): string {
+  const ordered = HYBRID_OUTPUTS.filter((o) => outputs.includes(o));
+  if (ordered.length === 1 && ordered[0] === "sparse") return ":sparse";
+  if (ordered.length === 1 && ordered[0] === "multi_vector") return ":multivector";
+  return `:hybrid-${ordered.join("+")}`;
 }
 
 export function hybridBatches(padId: number, side: PaddingSide): BatchInput<HybridInput, HybridBatch> {

@@ -8,6 +8,7 @@ import { applyDense, l2normalize } from "./embed";
 import type { Encoded } from "../tokenize/encode";
 import type { BatchInput } from "../engine/inputs";
 import { InvalidInput, ModelLoadError } from "../errors";
+import type { Codec } from "../cache/cache";
 
 export type InputType = "query" | "document";
 
@@ -27,6 +28,15 @@ export interface MultiVector {
   rows: number;
   dim: number;
 }
+
+/** In the result cache: the shape (rows, dim), then the row-major vectors. */
+export const MULTIVECTOR_CODEC: Codec<MultiVector> = {
+  toArrays: (m) => [Int32Array.of(m.rows, m.dim), m.data],
+  fromArrays: ([shape, data, ...rest]) =>
+    shape instanceof Int32Array && shape.length === 2 && data instanceof Float32Array && shape[0]! * shape[1]! === data.length && rest.length === 0
+      ? { rows: shape[0]!, dim: shape[1]!, data }
+      : null,
+};
 
 /** A tokenized ColBERT input: ids fed to the model, which positions attend, which positions' vectors are kept. */
 export interface MultiVectorInput {

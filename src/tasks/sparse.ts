@@ -4,12 +4,20 @@ import type { SparseLayout } from "../model/layout";
 import type { OutputTensor } from "../model/session";
 import { InvalidInput } from "../errors";
 import type { TaskReader } from "./task";
+import type { Codec } from "../cache/cache";
 
 export interface SparseVector {
   /** Vocabulary ids, ascending. */
   indices: Int32Array;
   values: Float32Array;
 }
+
+/** In the result cache: the indices and the values, unpruned (top_k / threshold are applied after the cache). */
+export const SPARSE_CODEC: Codec<SparseVector> = {
+  toArrays: (v) => [v.indices, v.values],
+  fromArrays: ([indices, values, ...rest]) =>
+    indices instanceof Int32Array && values instanceof Float32Array && indices.length === values.length && rest.length === 0 ? { indices, values } : null,
+};
 
 /** The output a SPLADE export names its MLM logits by (optimum fill-mask, Qdrant, sentence-transformers). */
 export const SPARSE_OUTPUTS = ["logits", "token_embeddings", "output"] as const;

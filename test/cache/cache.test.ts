@@ -121,19 +121,38 @@ describe("ResultCache", () => {
 });
 
 describe("cache keys and entries", () => {
-  test("entries round-trip token counts and floats", () => {
-    const e = decodeEntry(encodeEntry(77, Float32Array.of(1.5, -2, 3e-8)))!;
+  test("entries round-trip token counts and any list of float32 / int32 arrays", () => {
+    const e = decodeEntry(encodeEntry(77, [Float32Array.of(1.5, -2, 3e-8)]))!;
     expect(e.tokens).toBe(77);
-    expect(Array.from(e.floats)).toEqual([1.5, -2, Math.fround(3e-8)]);
+    expect(e.arrays.length).toBe(1);
+    expect(e.arrays[0]).toBeInstanceOf(Float32Array);
+    expect(Array.from(e.arrays[0]!)).toEqual([1.5, -2, Math.fround(3e-8)]);
+    const mixed = decodeEntry(encodeEntry(3, [Int32Array.of(7, -1, 30521), Float32Array.of(0.25, 2), new Float32Array(0)]))!;
+    expect(mixed.arrays.map((a) => a.constructor.name)).toEqual(["Int32Array", "Float32Array", "Float32Array"]);
+    expect(mixed.arrays.map((a) => Array.from(a))).toEqual([[7, -1, 30521], [0.25, 2], []]);
     expect(decodeEntry(Uint8Array.of(0, 0, 0, 0))).toBeNull();
+    // A header promising more than the bytes hold, a trailing word, an unknown element type: not decoded.
+    const good = encodeEntry(1, [Float32Array.of(1, 2)]);
+    expect(decodeEntry(good.subarray(0, good.byteLength - 4))).toBeNull();
+    expect(decodeEntry(Uint8Array.from([...good, 0, 0, 0, 0]))).toBeNull();
+    const badType = new Uint8Array(good);
+    badType[8] = 9;
+    expect(decodeEntry(badType)).toBeNull();
     // A Buffer view into a larger buffer (how Redis replies arrive) decodes only its own bytes.
-    const inner = encodeEntry(5, Float32Array.of(7, 8));
+    const inner = encodeEntry(5, [Float32Array.of(7, 8)]);
     const pool = Buffer.alloc(64, 0xff);
     pool.set(inner, 12);
     const view = pool.subarray(12, 12 + inner.byteLength);
     const d = decodeEntry(view)!;
     expect(d.tokens).toBe(5);
-    expect(Array.from(d.floats)).toEqual([7, 8]);
+    expect(Array.from(d.arrays[0]!)).toEqual([7, 8]);
+  });
+
+  test("codecs refuse arrays of another shape (such an entry is recomputed)", () => {
+    expect(VECTOR_CODEC.fromArrays([Int32Array.of(1)])).toBeNull();
+    expect(VECTOR_CODEC.fromArrays([Float32Array.of(1), Float32Array.of(2)])).toBeNull();
+    expect(SCORE_CODEC.fromArrays([Float32Array.of(1, 2)])).toBeNull();
+    expect(SCORE_CODEC.fromArrays(SCORE_CODEC.toArrays(-3.5))).toBe(-3.5);
   });
 
   test("keys separate scopes, kinds and how an input splits into parts", () => {

@@ -7,23 +7,20 @@ import type { MediaTower, ServedModel } from "../../engine/registry";
 import { finishEmbedding, type PromptRequest } from "../../tasks/embed";
 import { encodeVector, bytesBase64, type VectorType } from "../../tasks/quantize";
 import { decodeOpenAiTokens } from "../../tokenize/openai-ids";
-import { checkPruning, pruneSparse, type SparsePruning } from "../../tasks/sparse";
-import { colbertInput, colbertKind, type InputType, type MultiVector } from "../../tasks/multivector";
+import { checkPruning, pruneSparse } from "../../tasks/sparse";
+import { colbertKind, type MultiVector } from "../../tasks/multivector";
 import { colpaliTextKind } from "../../tasks/colpali";
 import { checkHybridOutputs, parseOutputs, type HybridOutput } from "../../tasks/hybrid";
 import type { Encoded } from "../../tokenize/encode";
 import { inputKey, VECTOR_CODEC } from "../../cache/cache";
-import type { EngineResult } from "../../engine/engine";
 import { cacheHeader, responseMeta, router, timingHeaders, usageOf, usageOfCounts, type ServerContext } from "../context";
-import { checkDimensions, checkVectorCount, sparseVectors, colpaliEmbed, encodeInputs, quantizationRangesFor, reportHeaders, runEmbed, type TextEmbedModel } from "../jobs";
+import { checkDimensions, colpaliEmbed, quantizationRangesFor, reportHeaders, runEmbed, runHybrid, runMultiVector, runSparse, type TextEmbedModel } from "../jobs";
 import { mediaFiles } from "../media-inputs";
 import { EmbeddingsRequest, ENCODING_FORMATS } from "../schemas";
 import { servedName } from "./served";
 import { truncationOf } from "./tei-shapes";
 import { checkCount } from "../validate";
 
-type EmbedModel = Extract<ServedModel, { task: "embed" }>;
-type MultiVectorModel = Extract<ServedModel, { task: "multivector" }>;
 type HybridModel = Extract<ServedModel, { task: "hybrid" }>;
 
 const MODALITIES = ["text", "image", "audio"] as const;
@@ -40,38 +37,8 @@ function towerFor(model: TextEmbedModel, modality: string): MediaTower | null {
   throw new InvalidInput(`model "${model.name}" serves ${served}; modality "${modality}" is not supported by it`, "modality");
 }
 
-/** Multi-vector (ColBERT) embeddings of tokenized texts as queries or documents; usage counts real tokens. */
-export async function multiVectorEmbeddings(model: MultiVectorModel, encoded: Encoded[], kind: InputType, signal: AbortSignal, maxVectors: number) {
-  const colbert = model.colbert!;
-  const inputs = encoded.map((e) => colbertInput(e, kind, colbert.layout, colbert.tokens));
-  // Which positions are kept is known from the tokens: the answer's size is bounded before anything runs.
-  let vectors = 0;
-  for (const x of inputs) for (let i = 0; i < x.keep.length; i++) vectors += x.keep[i]!;
-  checkVectorCount(vectors, maxVectors, "input");
-  const out = await model.engine.submit(inputs, signal);
-  let tokens = 0;
-  for (const x of inputs) tokens += x.tokens;
-  return { ...out, usage: { prompt_tokens: tokens, total_tokens: tokens } };
-}
-
 /** The one output kind of a model that is not hybrid, by its `output` name. */
 const OUTPUT_OF_TASK: Record<string, HybridOutput> = { embed: "dense", sparse: "sparse", multivector: "multi_vector" };
-
-/**
- * Outputs of a hybrid (bge-m3) model for tokenized texts, from one run per batch: only the asked ones are read. The
- * multi-vector answer is bounded like a ColBERT one (one vector per real token after CLS).
- */
-export async function hybridEmbeddings(model: HybridModel, encoded: Encoded[], outputs: readonly HybridOutput[], signal: AbortSignal, maxVectors: number) {
-  checkHybridOutputs(outputs, model.hybrid.layout, model.name);
-  const sparse = outputs.includes("sparse");
-  const multiVector = outputs.includes("multi_vector");
-  if (multiVector) {
-    let vectors = 0;
-    for (const e of encoded) vectors += Math.max(0, e.ids.length - 1);
-    checkVectorCount(vectors, maxVectors, "input");
-  }
-  return model.engine.submit(encoded.map((e) => ({ ...e, sparse, multiVector })), signal);
-}
 
 /** Rows of a row-major matrix as nested lists (the float encoding of a multi-vector embedding). */
 export function matrixRows(data: Float32Array, rows: number, dim: number): number[][] {
@@ -126,9 +93,9 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         const dimensions = checkDimensions(model, body.dimensions, "dimensions");
         const pruning = { topK: body.top_k, threshold: body.threshold };
         checkPruning(pruning);
-        const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
-        const { results, queueMs, inferenceMs } = await hybridEmbeddings(model, encoded, outputs, request.signal, ctx.config.maxVectorsPerRequest);
-        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+        const out = await runHybrid(ctx, model, { input, field: "input", request: promptRequest, outputs }, request.signal);
+        reportHeaders(ctx, set, t0, out);
+        const results = out.results;
         const base64 = format === "base64";
         const sparseOf = (index: number) => {
           const v = pruneSparse(results[index]!.sparse!, pruning);
@@ -155,7 +122,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
             return { object: "embedding" as const, embedding, ...shapeOf(index), index };
           }),
           model: model.name,
-          usage: usageOf(encoded),
+          usage: out.usage,
           ...responseMeta("embd"),
         };
       }
@@ -176,8 +143,9 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
           answer = { ...out, usage: usageOfCounts(out.tokens) };
         } else {
           const kind = colbertKind(body.input_type);
-          const encoded = await encodeInputs(model, input, promptRequest, "input", ctx);
-          answer = await multiVectorEmbeddings(model, encoded, kind, request.signal, ctx.config.maxVectorsPerRequest);
+          const out = await runMultiVector(ctx, model, { input, field: "input", request: promptRequest, kind }, request.signal);
+          cacheHeader(set, ctx, out.hits);
+          answer = { ...out, results: out.matrices };
         }
         const { results, usage, queueMs, inferenceMs } = answer;
         timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
@@ -197,17 +165,14 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         if (body.dimensions) throw new InvalidInput("dimensions does not apply to a sparse model", "dimensions");
         const pruning = { topK: body.top_k, threshold: body.threshold };
         checkPruning(pruning);
-        const { results, tokens, queueMs, inferenceMs } = await sparseVectors(ctx, model, input, promptRequest, "input", request.signal);
-        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+        const out = await runSparse(ctx, model, { input, field: "input", request: promptRequest }, request.signal);
+        reportHeaders(ctx, set, t0, out);
         return {
           object: "list" as const,
           // Sparse vectors are always JSON (encoding_format does not apply): indices ascending.
-          data: results.map((r, index) => {
-            const v = pruneSparse(r, pruning);
-            return { object: "embedding" as const, embedding: { indices: Array.from(v.indices), values: Array.from(v.values) }, index };
-          }),
+          data: out.vectors.map((v) => pruneSparse(v, pruning)).map((v, index) => ({ object: "embedding" as const, embedding: { indices: Array.from(v.indices), values: Array.from(v.values) }, index })),
           model: model.name,
-          usage: usageOfCounts(tokens),
+          usage: out.usage,
           ...responseMeta("embd"),
         };
       }
