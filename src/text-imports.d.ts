@@ -7,3 +7,12 @@ declare module "swagger-ui-dist/swagger-ui.css" {
   const text: string;
   export default text;
 }
+// The playground page's files (src/server/playground/), served by routes/playground.ts.
+declare module "*/playground/playground.js" {
+  const text: string;
+  export default text;
+}
+declare module "*/playground/playground.css" {
+  const text: string;
+  export default text;
+}

@@ -13,6 +13,7 @@ import { healthRoutes } from "./routes/health";
 import { modelsRoutes } from "./routes/models";
 import { rerankRoutes } from "./routes/rerank";
 import { docsRoutes } from "./routes/docs";
+import { playgroundRoutes } from "./routes/playground";
 import { cohereRoutes } from "./routes/cohere";
 import { teiRoutes } from "./routes/tei";
 
@@ -127,6 +128,7 @@ export function createApp(ctx: ServerContext) {
     })
     .use(healthRoutes(ctx))
     .use(docsRoutes(ctx))
+    .use(playgroundRoutes(ctx))
     .use(api(prefix));
   // OpenAI clients use a base URL ending in /v1: serve the API there too. Cohere's v2 client posts /v2/rerank.
   if (!prefix.endsWith("/v1")) app.use(api(`${prefix}/v1`));
