@@ -145,6 +145,16 @@ describe("compiled binary", () => {
       body: JSON.stringify({ model: "bert-mean-norm", input: "hello" }),
     });
     expect(r.status).toBe(200);
+    // The playground page at / and its files ship inside the binary, identical to the sources.
+    const page = await fetch(`${base}/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('<script src="playground/playground.js"></script>');
+    for (const file of ["playground.js", "playground.css"]) {
+      const asset = await fetch(`${base}/playground/${file}`);
+      expect(asset.status).toBe(200);
+      expect(await asset.text()).toBe(await Bun.file(join(ROOT, "src", "server", "playground", file)).text());
+    }
     expect(await stop(proc)).toBe(0);
     // Same inodes and mtimes: nothing was written again.
     expect(snapshot(nativeDir)).toEqual(firstRun);
