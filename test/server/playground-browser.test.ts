@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { CHROMIUM_ENV, findChromium, launchChromium } from "../../build/chromium";
+import { capturePlayground } from "../../build/playground-screenshot";
+import sharp from "sharp";
 import type { RunningServer } from "../../src/server/serve";
 import { cosine, fixture, postJson, reference, startTestServer } from "../helpers";
 
@@ -251,5 +253,15 @@ describe("playground in headless Chromium", () => {
     // Chromium's own line for each refused request (page load, wrong key); no script error.
     expect(w.consoleErrors.map((m) => /^Failed to load resource: .*status of (\d+)/.exec(m)?.[1] ?? m)).toEqual(["401", "401"]);
     expectOnlyOwnOrigin(w, base);
+  }, 120_000);
+
+  browserTest("`bun run screenshot`'s capture: the whole page with its three answers, under 200 KB", async () => {
+    const png = await capturePlayground(browser!, open.url);
+    const meta = await sharp(png).metadata();
+    expect(meta.format).toBe("png");
+    expect(meta.width).toBe(980);
+    // Taller than the window: the full page with the heat-map, the ranking and the labels below the forms.
+    expect(meta.height!).toBeGreaterThan(1400);
+    expect(png.byteLength).toBeLessThan(200_000);
   }, 120_000);
 });
