@@ -26,23 +26,30 @@ interface Ref {
   embed: { cases: { text: string; embedding: number[] }[] };
   rerank: { cases: { query: string; document: string; score: number }[] };
   classify: { id2label: Record<string, string>; cases: { text: string; probabilities: number[] }[] };
+  bgem3: { cases: { text: string; dense: number[] }[]; query: { text: string }; rerank_dense_cosine: number[] };
 }
 let ref: Ref;
 let browser: Browser | undefined;
 let open: RunningServer;
 let locked: RunningServer;
+/** One model of each other kind: hybrid (bge-m3: dense, sparse, multi-vector), sparse, ColBERT, ColPali. */
+let mixed: RunningServer;
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  const [embed, rerank, classify] = await Promise.all([reference("bert-mean-norm"), reference("bert-rerank"), reference("bert-classify")]);
-  ref = { embed, rerank, classify };
-  [open, locked, browser] = await Promise.all([
+  const [embed, rerank, classify, bgem3] = await Promise.all([reference("bert-mean-norm"), reference("bert-rerank"), reference("bert-classify"), reference("bge-m3")]);
+  ref = { embed, rerank, classify, bgem3 };
+  [open, locked, mixed, browser] = await Promise.all([
     startTestServer({
       "model-id": [fixture("bert-mean-norm"), fixture("bert-rerank"), fixture("bert-classify")],
       "served-model-name": ["bge", "reranker", "classifier"],
       "max-inputs-per-request": "8",
     }),
     startTestServer({ "model-id": fixture("bert-classify"), "served-model-name": "classifier", "api-key": "s3cret" }),
+    startTestServer({
+      "model-id": [fixture("bge-m3-onnx"), fixture("splade"), fixture("colbert-pylate"), fixture("colpali")],
+      "served-model-name": ["bge-m3", "splade", "colbert", "colpali"],
+    }),
     chromiumPath ? launchChromium(chromiumPath) : Promise.resolve(undefined),
   ]);
 }, 120_000);
@@ -50,7 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of contexts) await c.close().catch(() => {});
   await browser?.close();
-  await Promise.all([open?.shutdown(), locked?.shutdown()]);
+  await Promise.all([open?.shutdown(), locked?.shutdown(), mixed?.shutdown()]);
 });
 
 interface Watched {
@@ -111,6 +118,7 @@ describe("playground in headless Chromium", () => {
     expect(listed.map((m) => m.state)).toEqual(["ready", "ready", "ready"]);
     const options = (id: string) => page.$$eval(`#${id} option`, (os) => os.map((o) => (o as HTMLOptionElement).value));
     expect(await options("embed-model")).toEqual(["bge"]);
+    expect(await page.isHidden("#embed-note")).toBe(true); // every embedding model here makes dense vectors
     expect(await options("rerank-model")).toEqual(["reranker", "bge"]); // the reranker first, then the embedder
     expect(await options("classify-model")).toEqual(["classifier"]);
     // Every form control has a label.
@@ -214,6 +222,65 @@ describe("playground in headless Chromium", () => {
     // The only console errors are Chromium's own line for the refused request; no script error at any point.
     expect(w.pageErrors).toEqual([]);
     expect(w.consoleErrors.map((m) => /^Failed to load resource: .*status of (\d+)/.exec(m)?.[1] ?? m)).toEqual(["400"]);
+    expectOnlyOwnOrigin(w, base);
+  }, 120_000);
+
+  browserTest("sparse, hybrid and multi-vector models: listed, the heat-map offers only dense vectors (saying which it leaves out), rerank by each", async () => {
+    const base = mixed.url;
+    const w = await openPlayground(base);
+    const { page } = w;
+    await count(page, "#models-table tbody tr[data-model]", 4);
+    const listed = ((await (await fetch(`${base}/models`)).json()) as { data: { id: string; task: string; state: string; capabilities: string[] }[] }).data;
+    expect(listed.map((m) => [m.id, m.task])).toEqual([["bge-m3", "hybrid"], ["splade", "sparse"], ["colbert", "multivector"], ["colpali", "multivector"]]);
+    const rows = await page.$$eval("#models-table tbody tr", (trs) => trs.map((tr) => Array.from(tr.children, (c) => c.textContent)));
+    expect(rows).toEqual(listed.map((m) => [m.id, m.task, m.capabilities.join(", "), m.state, expect.any(String)]));
+    expect(rows[1]![2]).toBe("embed, embed_sparse, rerank");
+    expect(rows[1]![4]).toContain("splade (max, relu) pooling");
+    expect(rows[2]![4]).toContain("16 dimensions per token vector");
+    expect(rows[3]![4]).toContain("inputs: text, image");
+
+    const options = (id: string) => page.$$eval(`#${id} option`, (os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
+    // bge-m3 answers /embeddings with its dense vector; the others are named with their task, not hidden silently.
+    expect(await options("embed-model")).toEqual([["bge-m3", "bge-m3"]]);
+    expect(await page.isVisible("#embed-note")).toBe(true);
+    expect(await page.textContent("#embed-note")).toContain("splade (sparse), colbert (multivector), colpali (multivector)");
+    // ColPali ranks page images, and this page sends text documents.
+    expect(await options("rerank-model")).toEqual([["bge-m3", "bge-m3"], ["splade", "splade"], ["colbert", "colbert"]]);
+    expect(await options("classify-model")).toEqual([["", "no served model classifies"]]);
+    expect(await page.isDisabled("#classify-form button[type=submit]")).toBe(true);
+
+    // The heat-map of bge-m3's dense vectors: cosines of the reference's dense_vecs.
+    const cases = ref.bgem3.cases.slice(0, 4);
+    await page.fill("#embed-texts", cases.map((c) => c.text).join("\n"));
+    await page.click("#embed-form button[type=submit]");
+    await count(page, ".heatmap tbody td", 16);
+    const cells = await page.$$eval(".heatmap tbody td", (tds) => tds.map((td) => { const d = (td as HTMLElement).dataset; return [Number(d.row), Number(d.col), Number(d.value)] as const; }));
+    for (const [r, c, v] of cells) expect(Math.abs(v - cosine(cases[r]!.dense, cases[c]!.dense))).toBeLessThan(1e-4);
+
+    // Rerank by bge-m3's dense cosine (the reference's scores), then by splade's dot product and ColBERT's MaxSim,
+    // each the API's order and scores.
+    const query = ref.bgem3.query.text;
+    const documents = cases.map((c) => c.text);
+    for (const model of ["bge-m3", "splade", "colbert"]) {
+      await page.selectOption("#rerank-model", model);
+      await page.fill("#rerank-query", query);
+      await page.fill("#rerank-documents", documents.join("\n"));
+      await page.click("#rerank-form button[type=submit]");
+      await page.waitForFunction((m) => document.querySelector(".ranking")?.previousElementSibling?.textContent?.includes(`by ${m} `), model, { timeout: WAIT });
+      await count(page, ".ranking li", documents.length);
+      const ranked = await page.$$eval(".ranking li", (lis) => lis.map((li) => [Number((li as HTMLElement).dataset.index), Number((li as HTMLElement).dataset.score)] as const));
+      const api = await postJson(`${base}/rerank`, { model, query, documents });
+      expect(api.status).toBe(200);
+      expect(ranked.map(([i]) => i)).toEqual(api.json.results.map((r: { index: number }) => r.index));
+      for (const [i, score] of ranked) {
+        expect(Math.abs(score - api.json.results.find((r: { index: number }) => r.index === i).relevance_score)).toBeLessThan(1e-9);
+        if (model === "bge-m3") expect(Math.abs(score - ref.bgem3.rerank_dense_cosine[i]!)).toBeLessThan(1e-4);
+      }
+    }
+    expect(new Set((await page.$$eval(".ranking li", (lis) => lis.map((li) => (li as HTMLElement).dataset.score)))).size).toBeGreaterThan(1);
+
+    expect(w.consoleErrors).toEqual([]);
+    expect(w.pageErrors).toEqual([]);
     expectOnlyOwnOrigin(w, base);
   }, 120_000);
 

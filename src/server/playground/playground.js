@@ -107,10 +107,15 @@
   // ---- models ----------------------------------------------------------------------------------------------
   let models = [];
 
+  // Models that answer /embeddings with one dense vector per text: embedders and hybrids (bge-m3: dense unless asked
+  // for more). Sparse models answer {indices, values} and multi-vector ones (ColBERT, ColPali) a matrix per text,
+  // which a cosine heat-map cannot show; they rank in the Rerank form.
+  const dense = (m) => (m.task === "embed" || m.task === "hybrid") && (m.modalities || ["text"]).includes("text");
+  // ColPali (multi-vector with an image tower) reranks page images for a text query; this page sends text documents.
+  const textDocuments = (m) => !(m.task === "multivector" && (m.modalities || []).includes("image"));
   const PICKERS = [
-    // Dense embedding models: the heat-map compares their vectors (sparse and multi-vector outputs are not one vector).
-    { select: "embed-model", form: "embed-form", fits: (m) => m.task === "embed", none: "no served model makes dense embeddings" },
-    { select: "rerank-model", form: "rerank-form", fits: (m) => (m.capabilities || []).includes("rerank"), none: "no served model reranks" },
+    { select: "embed-model", form: "embed-form", fits: dense, none: "no served model makes dense text embeddings" },
+    { select: "rerank-model", form: "rerank-form", fits: (m) => (m.capabilities || []).includes("rerank") && textDocuments(m), none: "no served model reranks text documents" },
     { select: "classify-model", form: "classify-form", fits: (m) => (m.capabilities || []).includes("classify"), none: "no served model classifies" },
   ];
 
@@ -130,11 +135,17 @@
       select.disabled = fit.length === 0;
       $(p.form).querySelector('button[type="submit"]').disabled = fit.length === 0;
     }
+    // Say which embedding models the heat-map leaves out, and why, instead of hiding them silently.
+    const other = models.filter((m) => (m.capabilities || []).includes("embed") && !dense(m));
+    $("embed-note").textContent = other.length
+      ? `Not in this list (no single dense vector per text): ${other.map((m) => `${m.id} (${m.task})`).join(", ")}. They rank documents in the Rerank form and answer the API.`
+      : "";
+    $("embed-note").hidden = other.length === 0;
   }
 
   function details(m) {
     const parts = [];
-    if (m.dimensions) parts.push(`${m.dimensions} dimensions`);
+    if (m.dimensions) parts.push(m.task === "multivector" ? `${m.dimensions} dimensions per token vector` : `${m.dimensions} dimensions`);
     if (m.pooling) parts.push(`${m.pooling} pooling`);
     if (m.labels && m.labels.length) parts.push(`labels: ${m.labels.join(", ")}`);
     if (m.max_length) parts.push(`max ${m.max_length} tokens`);
