@@ -32,6 +32,8 @@ export interface ModelConfig {
 }
 
 export type LoadPolicy = "startup" | "on-demand";
+export type OpenAiTokenIds = "cl100k" | "model";
+export const OPENAI_TOKEN_IDS: readonly OpenAiTokenIds[] = ["cl100k", "model"];
 export const LOAD_POLICIES: readonly LoadPolicy[] = ["startup", "on-demand"];
 
 export interface ServerConfig {
@@ -47,6 +49,8 @@ export interface ServerConfig {
   maxInputsPerRequest: number;
   /** Most token vectors one multi-vector (ColBERT) request may return. */
   maxVectorsPerRequest: number;
+  /** What integer inputs on the OpenAI-shaped /embeddings mean: cl100k_base ids (decoded) or the model's own ids. */
+  openaiTokenIds: OpenAiTokenIds;
   maxInputChars: number;
   tokenizerWorkers: number;
   media: MediaConfig;
@@ -179,6 +183,8 @@ export const OPTIONS: readonly OptionSpec[] = [
   { name: "max-inputs-per-request", kind: "int", perModel: false, default: 2048, help: "most inputs in one request" },
   { name: "max-vectors-per-request", kind: "int", perModel: false, default: 65536,
     help: "most token vectors a multi-vector (ColBERT) embeddings request may return, counted before it runs (413 past it; 65536 vectors of 128 floats are 32 MiB as float32)" },
+  { name: "openai-token-ids", kind: "enum", perModel: false, default: "cl100k", choices: OPENAI_TOKEN_IDS,
+    help: "what integer inputs on /embeddings (OpenAI shape) are: cl100k = OpenAI's cl100k_base token ids (what OpenAI clients such as LangChain's OpenAIEmbeddings send), decoded to text and tokenized by the model; model = ids of the model's own vocabulary, fed as given (as TEI's /embed)" },
   { name: "max-input-chars", kind: "int", perModel: false, default: 1_000_000,
     help: "longest single input string accepted, in characters" },
   { name: "tokenizer-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(4, cores)",
@@ -444,6 +450,7 @@ export function buildConfig(src: Sources): ServerConfig {
     maxRequestBytes: positive("max-request-bytes"),
     maxInputsPerRequest: positive("max-inputs-per-request"),
     maxVectorsPerRequest: positive("max-vectors-per-request"),
+    openaiTokenIds: server("openai-token-ids") as OpenAiTokenIds,
     maxInputChars: positive("max-input-chars"),
     tokenizerWorkers: workers || Math.max(1, Math.min(4, src.cpuCount)),
     media: {

@@ -147,6 +147,21 @@ describe("result cache options", () => {
   });
 });
 
+describe("--openai-token-ids", () => {
+  test("cl100k by default; flag, INFINITY_OPENAI_TOKEN_IDS and the file's key set it; other values are refused", () => {
+    expect(build(["--model-id", "a"]).openaiTokenIds).toBe("cl100k");
+    expect(build(["--model-id", "a", "--openai-token-ids", "model"]).openaiTokenIds).toBe("model");
+    expect(build(["--model-id", "a"], { INFINITY_OPENAI_TOKEN_IDS: "model" }).openaiTokenIds).toBe("model");
+    expect(build([], {}, { "openai-token-ids": "model", models: [{ "model-id": "a" }] }).openaiTokenIds).toBe("model");
+    expect(build([], {}, { openai_token_ids: "model", models: [{ "model-id": "a" }] }).openaiTokenIds).toBe("model");
+    // The flag wins over the environment, the environment over the file.
+    expect(build(["--model-id", "a", "--openai-token-ids", "cl100k"], { INFINITY_OPENAI_TOKEN_IDS: "model" }).openaiTokenIds).toBe("cl100k");
+    expect(build(["--model-id", "a"], { INFINITY_OPENAI_TOKEN_IDS: "cl100k" }, { "openai-token-ids": "model" }).openaiTokenIds).toBe("cl100k");
+    expect(() => build(["--model-id", "a", "--openai-token-ids", "tiktoken"])).toThrow(/openai-token-ids: expected one of cl100k, model/);
+    expect(() => build(["--model-id", "a"], { INFINITY_OPENAI_TOKEN_IDS: "o200k" })).toThrow(ConfigError);
+  });
+});
+
 describe("--quantization-ranges", () => {
   test("per model by flag (\"\" = none for that model), INFINITY_QUANTIZATION_RANGES, and the file's per-model key", () => {
     const c = build(["--model-id", "a", "--model-id", "b", "--quantization-ranges", "/r/a.json", "--quantization-ranges", ""]);

@@ -217,15 +217,21 @@ function embedInputs(ctx: ServerContext, model: TextEmbedModel, inputs: EmbedJob
   let keys: string[];
   let encode: (indices: number[], options: EncodeOptions) => Promise<Encoded[]>;
   if ("ids" in inputs) {
-    if (request.promptName !== undefined || request.inputType !== undefined || request.task !== undefined) {
-      const param = request.promptName !== undefined ? "prompt_name" : request.inputType !== undefined ? "input_type" : "task";
-      throw new InvalidInput(`${param} cannot be used with token-id input`, param);
+    // Ids are fed as given: nothing can be put in front of them. A prompt_name / input_type / task that selects a
+    // prompt is refused; one that selects none (ColBERT query/document encoding, a sparse model's document route, a
+    // task adapter without an instruction) applies. Without any, no default prompt is added (as TEI).
+    const given = request.promptName !== undefined ? "prompt_name" : request.inputType !== undefined ? "input_type" : request.task !== undefined ? "task" : null;
+    const { prompt, task, taskId } = inputPrompt(model.layout, request);
+    if (given && prompt !== "") {
+      throw new InvalidInput(`${given} selects the prompt ${JSON.stringify(prompt)}, which cannot be put in front of token-id input: send text`, given);
     }
     const cut = idInputs(inputs.ids, model, field, ctx);
-    keys = inputs.ids.map((seq) => inputKey(model.cacheScope, "ids" + keySuffix, new Uint8Array(Int32Array.from(seq).buffer)));
+    // A task adapter (Jina v3) is part of the key, as for text.
+    const kind = task === undefined ? "ids" : `ids@${task}`;
+    keys = inputs.ids.map((seq) => inputKey(model.cacheScope, kind + keySuffix, new Uint8Array(Int32Array.from(seq).buffer)));
     encode = async (indices, options) => {
       const all = cut(options);
-      return indices.map((i) => all[i]!);
+      return indices.map((i) => (taskId === undefined ? all[i]! : { ...all[i]!, taskId }));
     };
   } else {
     const texts = checkTexts(inputs.texts, field.name, ctx.config);

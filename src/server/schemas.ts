@@ -39,7 +39,7 @@ export const EmbeddingsRequest = t.Object(
       ],
       {
         description:
-          "text, list of texts, or OpenAI token ids (cl100k_base, one list or a list of lists: decoded, then tokenized by the model); with modality image or audio, data: URIs (base64) or http(s) URLs",
+          "text, list of texts, or token ids (one list or a list of lists): OpenAI's cl100k_base ids, decoded, then tokenized by the model (default), or with --openai-token-ids model ids of the model's own vocabulary, fed as given; with modality image or audio, data: URIs (base64) or http(s) URLs",
         error: "`input` must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
       },
     ),

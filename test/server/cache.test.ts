@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, fixtureBytes, postJson, startTestServer } from "../helpers";
+import { getEncoding } from "js-tiktoken";
 
 const threads = ["--tokenizer-workers", "1", "--num-threads", "1"];
 import { freePort, startServer } from "../../bench/process";
@@ -62,6 +63,24 @@ describe("result cache (memory)", () => {
   test("prompts are part of the key", async () => {
     const a = await postJson(`${server.url}/embeddings`, { model: "bert-mean-norm", input: ["query: " + inputs[0]] });
     expect(a.headers.get("x-cache-hits")).toBe("0");
+  });
+
+  test("token ids: OpenAI's cl100k_base ids share the entry of the text they decode to; the same numbers as model-vocabulary ids (TEI /embed) are apart", async () => {
+    // Ids that are valid in both vocabularies (bert-mean-norm's has 1600 ids).
+    const ids = [2, 50, 1148, 374, 3];
+    const decoded = getEncoding("cl100k_base").decode(ids);
+    const openai = await postJson(`${server.url}/embeddings`, { model: "bert-mean-norm", input: [ids] });
+    expect(openai.status).toBe(200);
+    expect(openai.headers.get("x-cache-hits")).toBe("0");
+    const text = await postJson(`${server.url}/embeddings`, { model: "bert-mean-norm", input: [decoded] });
+    expect(text.headers.get("x-cache-hits")).toBe("1");
+    expect(text.json.data).toEqual(openai.json.data);
+    const tei = await postJson(`${server.url}/embed`, { model: "bert-mean-norm", inputs: [ids] });
+    expect(tei.status).toBe(200);
+    expect(tei.headers.get("x-cache-hits")).toBe("0");
+    const uncached = await postJson(`${plain.url}/embed`, { inputs: [ids] });
+    expect(tei.json).toEqual(uncached.json);
+    expect(tei.json[0]).not.toEqual(openai.json.data[0].embedding);
   });
 
   test("rerank caches per (query, document) pair", async () => {

@@ -70,12 +70,19 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
       // ColPali takes images through its own graph, not a media tower.
       const tower = colpali ? null : towerFor(model, modality);
       let input: unknown = body.input;
+      /** Token-id input kept as ids of the model's own vocabulary (--openai-token-ids model). */
+      let modelIds: number[][] | null = null;
       if (modality === "text" && Array.isArray(input) && input.length > 0 && typeof input[0] !== "string") {
-        // OpenAI clients (LangChain's OpenAIEmbeddings by default) send cl100k_base token ids: decode them to text.
         const seqs = typeof input[0] === "number" ? [input as number[]] : (input as number[][]);
         checkCount(seqs.length, "input", ctx.config);
-        const texts = decodeOpenAiTokens(seqs, "input");
-        input = typeof input[0] === "number" ? texts[0]! : texts;
+        if (ctx.config.openaiTokenIds === "model") {
+          if (colpali) throw new InvalidInput(`model "${model.name}" (ColPali) takes text, not token ids`, "input");
+          modelIds = seqs;
+        } else {
+          // OpenAI clients (LangChain's OpenAIEmbeddings by default) send cl100k_base token ids: decode them to text.
+          const texts = decodeOpenAiTokens(seqs, "input");
+          input = typeof input[0] === "number" ? texts[0]! : texts;
+        }
       }
       const promptRequest: PromptRequest = { promptName: body.prompt_name, inputType: body.input_type, task: body.task };
       const outputs = parseOutputs(body.output);
@@ -205,8 +212,8 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         ctx,
         {
           model: model.name,
-          inputs: { texts: input as string | string[] },
-          field: { name: "input", single: typeof input === "string" },
+          inputs: modelIds ? { ids: modelIds } : { texts: input as string | string[] },
+          field: { name: "input", single: typeof input === "string" || typeof (input as unknown[])[0] === "number" },
           promptName: body.prompt_name,
           inputType: body.input_type,
           task: body.task,
