@@ -1,17 +1,21 @@
 // Real client packages from npm against a live server on 127.0.0.1, each used as its docs say, with results compared
 // to the fixtures' reference outputs (sentence-transformers / transformers), not just "no error": openai,
 // cohere-ai (v1 rerank, v2 rerank, v1 embed, v2 embed with every embedding type), @huggingface/inference (endpoint(url):
-// featureExtraction, textClassification), @langchain/openai, ai with @ai-sdk/openai-compatible and @ai-sdk/cohere.
+// featureExtraction, textClassification), @langchain/openai, ai with @ai-sdk/openai-compatible and @ai-sdk/cohere,
+// @llamaindex/openai (with the @llamaindex/core it runs on).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createCohere } from "@ai-sdk/cohere";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { InferenceClient } from "@huggingface/inference";
 import { OpenAIEmbeddings } from "@langchain/openai";
+import { getTopKEmbeddings } from "@llamaindex/core/embeddings";
+import { Document, MetadataMode } from "@llamaindex/core/schema";
+import { OpenAI as LlamaIndexOpenAI, OpenAIEmbedding } from "@llamaindex/openai";
 import { embedMany, rerank } from "ai";
 import { CohereClient, CohereClientV2 } from "cohere-ai";
 import OpenAI from "openai";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, l2, maxAbsDiff, reference, startTestServer } from "../helpers";
+import { cosine, fixture, l2, maxAbsDiff, reference, startTestServer } from "../helpers";
 
 let server: RunningServer;
 let url: string;
@@ -61,6 +65,91 @@ describe("OpenAI-shaped clients", () => {
     const provider = createOpenAICompatible({ name: "infinity", baseURL: `${url}/v1`, apiKey: "sk-test" });
     const { embeddings } = await embedMany({ model: provider.textEmbeddingModel("bge"), values: texts() });
     expectVectors(embeddings);
+  });
+});
+
+describe("@llamaindex/openai OpenAIEmbedding (baseURL: this server)", () => {
+  /** The OpenAI client LlamaIndex builds gets this fetch (its documented additionalSessionOptions): the inputs of every call. */
+  const sent: unknown[][] = [];
+  const recording: typeof fetch = Object.assign(
+    async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+      if (typeof init?.body === "string") sent.push((JSON.parse(init.body) as { input: unknown[] }).input);
+      return fetch(input, init);
+    },
+    { preconnect: fetch.preconnect },
+  );
+  const llama = (extra: ConstructorParameters<typeof OpenAIEmbedding>[0] = {}) =>
+    new OpenAIEmbedding({ model: "bge", apiKey: "sk-test", baseURL: `${url}/v1`, maxRetries: 0, additionalSessionOptions: { fetch: recording }, ...extra });
+  // Texts that LlamaIndex's nodes keep as they are (a node's content is trimmed).
+  const plain = () => emb.cases.slice(0, 7);
+
+  test("getTextEmbeddings, getTextEmbedding and getQueryEmbedding: the reference vectors", async () => {
+    const model = llama();
+    expectVectors(await model.getTextEmbeddings(texts()));
+    expectVectors([await model.getTextEmbedding(texts()[1]!)], 1);
+    expectVectors([(await model.getQueryEmbedding({ type: "text", text: texts()[2]! }))!], 2);
+  });
+
+  test("getTextEmbeddingsBatch cuts the list by embedBatchSize: one request per chunk, vectors in order", async () => {
+    sent.length = 0;
+    const progress: number[] = [];
+    const out = await llama({ embedBatchSize: 3 }).getTextEmbeddingsBatch(plain().map((c) => c.text), { progressCallback: (done: number) => progress.push(done) });
+    expect(sent.map((inputs) => inputs.length)).toEqual([3, 3, 1]);
+    expect(progress).toEqual([3, 6, 7]);
+    expectVectors(out);
+  });
+
+  test("as a transformation: Documents get their reference vectors (metadata left out of the embedded text when excluded)", async () => {
+    const docs = plain().map((c, i) => new Document({ text: c.text, id_: `doc-${i}`, metadata: { source: `file-${i}.txt` }, excludedEmbedMetadataKeys: ["source"] }));
+    expect(docs.map((d) => d.getContent(MetadataMode.EMBED))).toEqual(plain().map((c) => c.text));
+    const nodes = await llama({ embedBatchSize: 4 })(docs);
+    expectVectors(nodes.map((n) => n.embedding!));
+    // With the metadata in, LlamaIndex sends "source: ...\n\n<text>": the server embeds what it is sent.
+    sent.length = 0;
+    const withMeta = new Document({ text: plain()[0]!.text, metadata: { source: "file-0.txt" } });
+    const [node] = await llama()([withMeta]);
+    expect(sent).toEqual([[`source: file-0.txt\n\n${plain()[0]!.text}`]]);
+    expect(maxAbsDiff(node!.embedding!, l2(emb.cases[0]!.embedding))).toBeGreaterThan(1e-3);
+  });
+
+  test("retrieval with LlamaIndex's own similarity (getTopKEmbeddings): the ranking of the reference vectors", async () => {
+    const model = llama();
+    const docs = plain().slice(1);
+    const query = plain()[0]!;
+    const [scores, ids] = getTopKEmbeddings(
+      (await model.getQueryEmbedding({ type: "text", text: query.text }))!,
+      await model.getTextEmbeddingsBatch(docs.map((d) => d.text)),
+      3,
+      docs.map((_, i) => i),
+    );
+    const byRef = docs.map((d, i) => ({ i, s: cosine(query.embedding, d.embedding) })).sort((a, b) => b.s - a.s).slice(0, 3);
+    expect(ids).toEqual(byRef.map((r) => r.i));
+    scores.forEach((s, k) => expect(Math.abs(s - byRef[k]!.s)).toBeLessThan(1e-4));
+  });
+
+  test("dimensions (Matryoshka): the reference vector cut and re-normalised", async () => {
+    const out = await llama({ dimensions: 8 }).getTextEmbeddings(texts());
+    out.forEach((v, i) => {
+      expect(v).toHaveLength(8);
+      expect(maxAbsDiff(v, l2(emb.cases[i]!.embedding.slice(0, 8)))).toBeLessThanOrEqual(1e-4);
+    });
+  });
+
+  test("errors reach the caller as the SDK's errors with the server's message: wrong key (401), unknown model (400 model_not_found), chat (not served, 404)", async () => {
+    const fail = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e as { status?: number; code?: string; message?: string });
+    const badKey = await fail(llama({ apiKey: "wrong" }).getTextEmbedding("hello"));
+    expect(badKey?.status).toBe(401);
+    expect(badKey?.message).toContain("invalid API key");
+    const badModel = await fail(llama({ model: "nope" }).getTextEmbedding("hello"));
+    expect(badModel?.status).toBe(400);
+    expect(badModel?.code).toBe("model_not_found");
+    expect(badModel?.message).toContain('model "nope" is not served');
+    // @llamaindex/openai's LLM class asks /chat/completions, which an embedding server does not serve.
+    const chat = new LlamaIndexOpenAI({ model: "gpt-4o-mini", apiKey: "sk-test", baseURL: `${url}/v1`, maxRetries: 0 });
+    const noChat = await fail(chat.chat({ messages: [{ role: "user", content: "hi" }] }));
+    expect(noChat?.status).toBe(404);
+    // The server kept serving.
+    expectVectors([await llama().getTextEmbedding(texts()[0]!)]);
   });
 });
 
