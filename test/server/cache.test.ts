@@ -98,6 +98,37 @@ describe("result cache (memory)", () => {
     expect(first.json.usage).toEqual(raw.json.usage);
   });
 
+  test("TEI routes (/embed, /rerank {query, texts}, /predict, /similarity) hit the entries of the OpenAI/Cohere routes", async () => {
+    const texts = Array.from({ length: 4 }, (_, i) => `a TEI client asks about mat ${i * 11}`);
+    const viaOpenAi = await postJson(`${server.url}/embeddings`, { model: "bert-mean-norm", input: texts });
+    expect(viaOpenAi.headers.get("x-cache-hits")).toBe("0");
+    // TEI /embed: the same entries (same prompt, same truncation); vectors as a cache-less server computes them.
+    const tei = await postJson(`${server.url}/embed`, { model: "bert-mean-norm", inputs: texts });
+    expect(tei.status).toBe(200);
+    expect(tei.headers.get("x-cache-hits")).toBe("4");
+    expect(tei.json).toEqual((await postJson(`${plain.url}/embed`, { inputs: texts })).json);
+    // TEI-shaped rerank reads the (query, document) pairs the Cohere shape stored, and the other way round.
+    const query = "which mat did the cat sit on?";
+    const cohere = await postJson(`${server.url}/rerank`, { model: "bert-rerank", query, documents: texts, raw_scores: true });
+    expect(cohere.headers.get("x-cache-hits")).toBe("0");
+    const teiRerank = await postJson(`${server.url}/rerank`, { model: "bert-rerank", query, texts, raw_scores: true });
+    expect(teiRerank.status).toBe(200);
+    expect(teiRerank.headers.get("x-cache-hits")).toBe("4");
+    const scores = (items: { index: number; score?: number; relevance_score?: number }[]) => items.map((x) => [x.index, x.score ?? x.relevance_score]);
+    expect(scores(teiRerank.json)).toEqual(scores(cohere.json.results));
+    // /predict reads /classify's entries.
+    const classified = await postJson(`${server.url}/classify`, { model: "bert-classify", input: texts });
+    expect(classified.headers.get("x-cache-hits")).toBe("0");
+    const predicted = await postJson(`${server.url}/predict`, { model: "bert-classify", inputs: texts.map((t) => [t]) });
+    expect(predicted.status).toBe(200);
+    expect(predicted.headers.get("x-cache-hits")).toBe("4");
+    // /similarity embeds its sentences through the same entries.
+    const similar = await postJson(`${server.url}/similarity`, { model: "bert-mean-norm", inputs: { source_sentence: texts[0], sentences: texts.slice(1) } });
+    expect(similar.status).toBe(200);
+    expect(similar.headers.get("x-cache-hits")).toBe("4");
+    expect(similar.json).toEqual((await postJson(`${plain.url}/similarity`, { inputs: { source_sentence: texts[0], sentences: texts.slice(1) } })).json);
+  });
+
   test("classify caches per input", async () => {
     const body = { model: "bert-classify", input: inputs.slice(0, 3) };
     const first = await postJson(`${server.url}/classify`, body);
