@@ -61,6 +61,8 @@ export interface ServerConfig {
   maxModelsMemoryMb: number;
   /** Seconds a request waits for an on-demand model's load. */
   modelLoadTimeoutSeconds: number;
+  /** After a failed load, seconds until a request tries it again (doubling per further failure); 0: every request. */
+  modelLoadRetrySeconds: number;
   /** null: no result cache (the default). */
   resultCache: ResultCacheConfig | null;
   models: ModelConfig[];
@@ -213,6 +215,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "memory all loaded models may take together (as measured at load); loading past it first unloads the least recently used idle models, else answers 503" },
   { name: "model-load-timeout", kind: "int", perModel: false, default: 60,
     help: "seconds a request waits for its on-demand model to load before 503 with Retry-After (the load goes on)" },
+  { name: "model-load-retry-seconds", kind: "int", perModel: false, default: 10,
+    help: "after a model's load fails, requests for it get 503 model_load_failed with Retry-After for this long before one tries again (doubling with each further failure, up to 5 minutes; 0: every request tries)" },
   { name: "preload-only", kind: "bool", perModel: false, default: false,
     help: "download/resolve every model, then exit 0" },
   { name: "config", kind: "string", perModel: false, default: null, cliOnly: true,
@@ -466,6 +470,7 @@ export function buildConfig(src: Sources): ServerConfig {
     cacheDir: (server("cache-dir") as string | null) ?? null,
     maxModelsMemoryMb: server("max-models-memory-mb") as number,
     modelLoadTimeoutSeconds: positive("model-load-timeout"),
+    modelLoadRetrySeconds: server("model-load-retry-seconds") as number,
     resultCache: parseResultCache(server("result-cache") as string | null, server("result-cache-size-mb") as number),
     models: modelConfigs,
   };

@@ -78,6 +78,14 @@ export class ModelLoading extends ModelNotServing {
   readonly code = "model_loading";
 }
 
+/**
+ * An on-demand model's load failed: answered for that request and, until the backoff (--model-load-retry-seconds)
+ * has passed, at once for every request for it, without trying the load again.
+ */
+export class ModelLoadFailed extends ModelNotServing {
+  readonly code = "model_load_failed";
+}
+
 /** Loading a model would exceed --max-models-memory-mb and no idle model can be unloaded to make room. */
 export class MemoryBudgetExceeded extends ModelNotServing {
   readonly code = "memory_budget_exceeded";

@@ -189,4 +189,12 @@ describe("model lifecycle options", () => {
     expect(() => build(["--model-id", "a", "--load", "lazy"])).toThrow("expected one of startup, on-demand");
     expect(() => build(["--model-id", "a", "--model-load-timeout", "0"])).toThrow("--model-load-timeout must be at least 1");
   });
+
+  test("--model-load-retry-seconds: default 10, 0 allowed (no backoff), by env and config file; negative refused", () => {
+    expect(build(["--model-id", "a"]).modelLoadRetrySeconds).toBe(10);
+    expect(build(["--model-id", "a", "--model-load-retry-seconds", "0"]).modelLoadRetrySeconds).toBe(0);
+    expect(build(["--model-id", "a"], { INFINITY_MODEL_LOAD_RETRY_SECONDS: "45" }).modelLoadRetrySeconds).toBe(45);
+    expect(build([], {}, { model_load_retry_seconds: 7, models: [{ "model-id": "a" }] }).modelLoadRetrySeconds).toBe(7);
+    expect(() => build(["--model-id", "a", "--model-load-retry-seconds", "-1"])).toThrow("expected a non-negative integer");
+  });
 });

@@ -1,8 +1,9 @@
 // Model lifecycle: which models are loaded, loading them when asked (concurrent callers share one load), unloading
 // idle ones, and keeping the loaded ones within --max-models-memory-mb by unloading the least recently used idle
-// models first. The registry supplies how a model is built and released; routes never see these states change.
+// models first. A failed load is not tried again before a backoff (requests meanwhile get 503 at once). The
+// registry supplies how a model is built and released; routes never see these states change.
 import type { ModelConfig } from "../config";
-import { InfinityError, MemoryBudgetExceeded, ModelLoading, Unavailable } from "../errors";
+import { InfinityError, MemoryBudgetExceeded, ModelLoadFailed, ModelLoading } from "../errors";
 import { log } from "../log";
 import type { Metrics } from "../metrics";
 import type { ModelLayout } from "../model/layout";
@@ -11,6 +12,8 @@ export type ModelState = "unloaded" | "loading" | "ready" | "broken";
 
 /** A model that was used this recently is not evicted: its request may still be tokenizing before it queues. */
 export const EVICTION_GRACE_MS = 250;
+/** The longest wait between tries of a model whose loads keep failing (unless the set backoff is longer). */
+export const MAX_LOAD_RETRY_MS = 300_000;
 /** How often idle models are looked for. */
 const SWEEP_MS = 500;
 /** How long an unload waits for the model's queued work before releasing it anyway. */
@@ -46,6 +49,10 @@ export class ModelSlot<M extends Loaded = Loaded> {
   /** An unload is queued or running: requests load the model again behind it rather than use it. */
   unloading = 0;
   loadStartedAt = 0;
+  /** Loads that failed in a row (0 after a success). */
+  failures = 0;
+  /** Epoch ms before which a failed model is not loaded again (requests get 503 with Retry-After). */
+  retryAt = 0;
 
   constructor(
     readonly config: ModelConfig,
@@ -74,6 +81,8 @@ export interface LifecycleSettings {
   /** 0: unlimited. */
   maxModelsMemoryBytes: number;
   loadTimeoutMs: number;
+  /** After a failed load, how long until the next try (doubling with each further failure); 0: every request tries. */
+  loadRetryMs: number;
 }
 
 const mb = (bytes: number) => Math.round(bytes / 1048576);
@@ -100,6 +109,7 @@ export class Lifecycle<M extends Loaded> {
   async acquire(slot: ModelSlot<M>): Promise<M> {
     slot.lastUsed = Date.now();
     if (slot.model && !slot.pending && !slot.unloading) return slot.model;
+    this.refuseDuringBackoff(slot);
     const loading = this.load(slot);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -115,10 +125,35 @@ export class Lifecycle<M extends Loaded> {
       return m;
     } catch (e) {
       if (e instanceof InfinityError) throw e;
-      throw new Unavailable((e as Error).message ?? String(e));
+      // The load itself failed (its error is the slot's): 503 with the backoff as Retry-After.
+      const seconds = Math.max(1, Math.ceil((slot.retryAt - Date.now()) / 1000));
+      throw new ModelLoadFailed(`model "${slot.name}" failed to load: ${(e as Error).message ?? String(e)}`, seconds);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Within a failed model's backoff: 503 with the load's error and when it will be tried again. */
+  private refuseDuringBackoff(slot: ModelSlot<M>): void {
+    const left = slot.retryAt - Date.now();
+    if (slot.model || slot.pending || left <= 0) return;
+    const seconds = Math.ceil(left / 1000);
+    throw new ModelLoadFailed(
+      `model "${slot.name}" failed to load (${slot.failures} time${slot.failures === 1 ? "" : "s"} in a row): ${slot.loadError}; ` +
+        `it is tried again in ${seconds} s (--model-load-retry-seconds), or now by POST /models/${slot.name}/load`,
+      seconds,
+    );
+  }
+
+  /** POST /models/{name}/load: an operator's try is not held back by the backoff. */
+  retryNow(slot: ModelSlot<M>): void {
+    slot.retryAt = 0;
+  }
+
+  /** How long after the n-th failure in a row the next load is tried: the set backoff, doubling, capped. */
+  private backoffMs(failures: number): number {
+    const base = this.settings.loadRetryMs;
+    return Math.min(base * 2 ** Math.min(failures - 1, 30), Math.max(base, MAX_LOAD_RETRY_MS));
   }
 
   /** Loads a model unless it is loaded; concurrent callers share one load. */
@@ -135,12 +170,17 @@ export class Lifecycle<M extends Loaded> {
         m = await this.ops.build(slot);
       } catch (e) {
         slot.loadError = (e as Error).message ?? String(e);
+        slot.failures++;
+        slot.retryAt = Date.now() + this.backoffMs(slot.failures);
         this.metrics?.modelLoadFailures.inc({ model: slot.name });
+        log.warn("model load failed", { model: slot.name, failures: slot.failures, retry_in_s: Math.ceil((slot.retryAt - Date.now()) / 1000), error: slot.loadError });
         throw e;
       }
       const seconds = (performance.now() - t0) / 1000;
       slot.model = m;
       slot.loadError = null;
+      slot.failures = 0;
+      slot.retryAt = 0;
       slot.loadSeconds = seconds;
       slot.measuredBytes = m.memoryBytes;
       this.metrics?.modelLoads.inc({ model: slot.name });

@@ -313,7 +313,7 @@ export class Registry {
     /** Media workers, for multimodal models; settings of their decoders. */
     private readonly mediaPool: MediaPool | null = null,
     private readonly mediaLimits: { maxImagePixels: number } = { maxImagePixels: 25_000_000 },
-    lifecycle: LifecycleSettings = { maxModelsMemoryBytes: 0, loadTimeoutMs: 60_000 },
+    lifecycle: LifecycleSettings = { maxModelsMemoryBytes: 0, loadTimeoutMs: 60_000, loadRetryMs: 10_000 },
   ) {
     this.lifecycle = new Lifecycle(
       this.slots,
@@ -412,9 +412,10 @@ export class Registry {
     return this.lifecycle.acquire(slot);
   }
 
-  /** POST /models/{name}/load: loads a model (or waits for its load), bounded like a request. */
+  /** POST /models/{name}/load: loads a model (or waits for its load), bounded like a request; tried even in a backoff. */
   async loadModel(name: string): Promise<ModelEntry> {
     const slot = this.slotByName(name);
+    this.lifecycle.retryNow(slot);
     await this.lifecycle.acquire(slot);
     return this.entries().find((e) => e.name === slot.name)!;
   }

@@ -29,6 +29,7 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
   const registry = new Registry(pool, metrics, mediaPool, { maxImagePixels: config.media.maxImagePixels }, {
     maxModelsMemoryBytes: config.maxModelsMemoryMb * 1048576,
     loadTimeoutMs: config.modelLoadTimeoutSeconds * 1000,
+    loadRetryMs: config.modelLoadRetrySeconds * 1000,
   });
   const cache = ResultCache.open(config.resultCache, metrics);
   const ctx: ServerContext = { config, registry, metrics, cache, shuttingDown: false, inflight: 0 };

@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import "../helpers";
 import type { ModelConfig } from "../../src/config";
-import { MemoryBudgetExceeded, ModelLoading, Unavailable } from "../../src/errors";
+import { MemoryBudgetExceeded, ModelLoadFailed, ModelLoading } from "../../src/errors";
 import { EVICTION_GRACE_MS, Lifecycle, ModelSlot } from "../../src/engine/lifecycle";
 import type { ModelLayout } from "../../src/model/layout";
 import { Metrics } from "../../src/metrics";
@@ -21,7 +21,10 @@ function slot(name: string, weightMb: number, extra: Partial<ModelConfig> = {}):
   return new ModelSlot<Fake>(config, { weightBytes: weightMb * MB } as ModelLayout, `scope-${name}`);
 }
 
-function setup(names: Array<[string, number]>, opts: { budgetMb?: number; timeoutMs?: number; loadMs?: number; measuredMb?: (name: string) => number; fail?: string } = {}) {
+function setup(
+  names: Array<[string, number]>,
+  opts: { budgetMb?: number; timeoutMs?: number; loadMs?: number; measuredMb?: (name: string) => number; fail?: string | (() => boolean); retryMs?: number } = {},
+) {
   const slots = new Map<string, ModelSlot<Fake>>();
   for (const [n, w] of names) slots.set(n, slot(n, w));
   const builds: string[] = [];
@@ -32,7 +35,7 @@ function setup(names: Array<[string, number]>, opts: { budgetMb?: number; timeou
       build: async (s) => {
         builds.push(s.name);
         await Bun.sleep(opts.loadMs ?? 5);
-        if (opts.fail === s.name) throw new Error(`cannot load ${s.name}`);
+        if (typeof opts.fail === "function" ? opts.fail() : opts.fail === s.name) throw new Error(`cannot load ${s.name}`);
         return { memoryBytes: (opts.measuredMb?.(s.name) ?? s.layout.weightBytes / MB) * MB, busy: false, released: false };
       },
       isIdle: (m) => !m.busy,
@@ -41,7 +44,7 @@ function setup(names: Array<[string, number]>, opts: { budgetMb?: number; timeou
         m.released = true;
       },
     },
-    { maxModelsMemoryBytes: (opts.budgetMb ?? 0) * MB, loadTimeoutMs: opts.timeoutMs ?? 5000 },
+    { maxModelsMemoryBytes: (opts.budgetMb ?? 0) * MB, loadTimeoutMs: opts.timeoutMs ?? 5000, loadRetryMs: opts.retryMs ?? 0 },
     metrics,
   );
   return { slots, builds, lifecycle, metrics, get: (n: string) => slots.get(n)! };
@@ -128,7 +131,7 @@ describe("Lifecycle", () => {
       isIdle: (m) => !m.busy,
       drained: async () => {},
       release: async (m) => void (m.released = true),
-    }, { maxModelsMemoryBytes: 0, loadTimeoutMs: 1000 }, metrics);
+    }, { maxModelsMemoryBytes: 0, loadTimeoutMs: 1000, loadRetryMs: 0 }, metrics);
     await lifecycle.acquire(slots.get("a")!);
     await lifecycle.acquire(slots.get("b")!);
     lifecycle.startSweeper();
@@ -146,17 +149,51 @@ describe("Lifecycle", () => {
     }
   });
 
-  test("a failed load shows broken with its error, answers 503, and is tried again by the next request", async () => {
-    const { lifecycle, get, builds, metrics } = setup([["a", 1]], { fail: "a" });
+  test("a failed load answers 503 model_load_failed with Retry-After; no new try until the backoff has passed, then doubling", async () => {
+    let failing = true;
+    const { lifecycle, get, builds, metrics } = setup([["a", 1]], { fail: () => failing, retryMs: 300 });
     const err = await lifecycle.acquire(get("a")).catch((e) => e);
-    expect(err).toBeInstanceOf(Unavailable);
+    expect(err).toBeInstanceOf(ModelLoadFailed);
+    expect(err.code).toBe("model_load_failed");
     expect(err.message).toContain("cannot load a");
+    expect(err.retryAfterSeconds).toBe(1);
     expect(get("a").state).toBe("broken");
     expect(get("a").loadError).toContain("cannot load a");
     expect(metrics.modelLoadFailures.get({ model: "a" })).toBe(1);
+    // A burst within the backoff: every request refused at once with the load's error, no load started.
+    const burst = await Promise.all(Array.from({ length: 20 }, () => lifecycle.acquire(get("a")).catch((e) => e)));
+    for (const e of burst) {
+      expect(e).toBeInstanceOf(ModelLoadFailed);
+      expect(e.message).toContain("cannot load a");
+      expect(e.message).toContain("--model-load-retry-seconds");
+      expect(e.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    }
+    expect(builds).toEqual(["a"]);
+    // After the backoff the next request tries again (and fails: the next wait doubles).
+    await Bun.sleep(350);
     await lifecycle.acquire(get("a")).catch(() => {});
     expect(builds).toEqual(["a", "a"]);
+    expect(get("a").failures).toBe(2);
+    const wait = get("a").retryAt - Date.now();
+    expect(wait).toBeGreaterThan(450);
+    expect(wait).toBeLessThanOrEqual(600);
+    await Bun.sleep(350);
+    await lifecycle.acquire(get("a")).catch(() => {});
+    expect(builds).toEqual(["a", "a"]);
+    // An operator's load (POST /models/{name}/load) is not held back; a success clears the failures.
+    failing = false;
+    lifecycle.retryNow(get("a"));
+    await lifecycle.acquire(get("a"));
+    expect(builds).toEqual(["a", "a", "a"]);
+    expect([get("a").state, get("a").failures, get("a").retryAt, get("a").loadError]).toEqual(["ready", 0, 0, null]);
   });
+
+  test("with no backoff (--model-load-retry-seconds 0) each request tries the load again", async () => {
+    const { lifecycle, get, builds } = setup([["a", 1]], { fail: () => true, retryMs: 0 });
+    for (let i = 0; i < 3; i++) expect(await lifecycle.acquire(get("a")).catch((e) => e)).toBeInstanceOf(ModelLoadFailed);
+    expect(builds).toEqual(["a", "a", "a"]);
+  });
+
 
   test("unload releases the model; a request during the unload waits for it and loads again", async () => {
     const { lifecycle, get, builds } = setup([["a", 1]]);

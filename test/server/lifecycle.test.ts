@@ -1,6 +1,10 @@
 // Models on demand seen from HTTP: unloaded at start with /health 200, the first request loads (concurrent ones
-// share the load), idle unloading, the admin routes behind the API key, the memory budget's eviction and 503.
+// share the load), idle unloading, the admin routes behind the API key, the memory budget's eviction and 503, a
+// model that fails to load (503 with Retry-After, no retry before the backoff).
 import { describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fixture, postJson, startTestServer } from "../helpers";
 
 async function models(url: string, headers: Record<string, string> = {}): Promise<Record<string, any>> {
@@ -129,6 +133,45 @@ describe("models on demand", () => {
       expect(m.a.state).toBe("unloaded");
     } finally {
       await s.shutdown();
+    }
+  });
+
+  test("a model whose load fails: 503 model_load_failed with Retry-After, one try per backoff, served once fixed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "infinity-failing-model-"));
+    const folder = join(dir, "embedder");
+    cpSync(fixture("bert-mean-norm"), folder, { recursive: true });
+    const onnx = join(folder, "onnx", "model.onnx");
+    const graph = readFileSync(onnx);
+    // The folder reads fine at startup (on-demand); the session cannot be built from this file.
+    writeFileSync(onnx, "this is not an ONNX graph");
+    const s = await startTestServer({ "model-id": folder, load: "on-demand", "model-load-retry-seconds": "2" });
+    try {
+      const first = await postJson(`${s.url}/embeddings`, { input: "hello" });
+      expect(first.status).toBe(503);
+      expect(first.json.error.code).toBe("model_load_failed");
+      expect(first.headers.get("retry-after")).toBe("2");
+      // A burst within the backoff: all refused at once in the error shape, no load tried.
+      const burst = await Promise.all(Array.from({ length: 12 }, () => postJson(`${s.url}/embeddings`, { input: "hello" })));
+      for (const r of burst) {
+        expect(r.status).toBe(503);
+        expect(r.json.error.code).toBe("model_load_failed");
+        expect(r.json.error.message).toContain("--model-load-retry-seconds");
+        expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      }
+      expect(await metric(s.url, "infinity_model_load_failures_total")).toBe(1);
+      const m = await models(s.url);
+      expect(m.embedder.state).toBe("broken");
+      // Fixed on disk; after the backoff the next request loads it.
+      writeFileSync(onnx, graph);
+      await Bun.sleep(2100);
+      const ok = await postJson(`${s.url}/embeddings`, { input: "hello" });
+      expect(ok.status).toBe(200);
+      expect(await metric(s.url, "infinity_model_load_failures_total")).toBe(1);
+      expect(await metric(s.url, "infinity_model_loads_total")).toBe(1);
+      expect((await models(s.url)).embedder.state).toBe("ready");
+    } finally {
+      await s.shutdown();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
