@@ -1,7 +1,9 @@
 // Model lifecycle: which models are loaded, loading them when asked (concurrent callers share one load), unloading
 // idle ones, and keeping the loaded ones within --max-models-memory-mb by unloading the least recently used idle
-// models first. A failed load is not tried again before a backoff (requests meanwhile get 503 at once). The
-// registry supplies how a model is built and released; routes never see these states change.
+// models first. A failed load is not tried again before a backoff (requests meanwhile get 503 at once). A request
+// holds a lease on the model it was given until it is answered: no eviction or idle unload takes a leased model,
+// and an admin unload waits for its leases. The registry supplies how a model is built and released; routes never
+// see these states change.
 import type { ModelConfig } from "../config";
 import { InfinityError, MemoryBudgetExceeded, ModelLoadFailed, ModelLoading } from "../errors";
 import { log } from "../log";
@@ -10,13 +12,13 @@ import type { ModelLayout } from "../model/layout";
 
 export type ModelState = "unloaded" | "loading" | "ready" | "broken";
 
-/** A model that was used this recently is not evicted: its request may still be tokenizing before it queues. */
+/** A model that was used this recently is not evicted (a margin on top of leases: a burst may come back to it). */
 export const EVICTION_GRACE_MS = 250;
 /** The longest wait between tries of a model whose loads keep failing (unless the set backoff is longer). */
 export const MAX_LOAD_RETRY_MS = 300_000;
 /** How often idle models are looked for. */
 const SWEEP_MS = 500;
-/** How long an unload waits for the model's queued work before releasing it anyway. */
+/** How long an unload waits for the model's requests and queued work before releasing it anyway. */
 const DRAIN_MS = 30_000;
 
 /** A loaded model, as far as the lifecycle is concerned. */
@@ -53,6 +55,9 @@ export class ModelSlot<M extends Loaded = Loaded> {
   failures = 0;
   /** Epoch ms before which a failed model is not loaded again (requests get 503 with Retry-After). */
   retryAt = 0;
+  /** Requests given this model and not answered yet (see Lease). */
+  leases = 0;
+  private leaseWaiters: Array<() => void> = [];
 
   constructor(
     readonly config: ModelConfig,
@@ -71,9 +76,48 @@ export class ModelSlot<M extends Loaded = Loaded> {
     return this.loadError ? "broken" : "unloaded";
   }
 
+  /** A request was given the model: until it ends, no eviction or idle unload takes the model. */
+  takeLease(): void {
+    this.leases++;
+  }
+
+  endLease(): void {
+    this.leases--;
+    this.lastUsed = Date.now();
+    if (this.leases === 0) for (const wake of this.leaseWaiters.splice(0)) wake();
+  }
+
+  /** Resolves when no request holds the model. */
+  leasesEnded(): Promise<void> {
+    return this.leases === 0 ? Promise.resolve() : new Promise((resolve) => this.leaseWaiters.push(resolve));
+  }
+
   /** What loading it will take: the last measurement, else the weights on disk (a floor). */
   get expectedBytes(): number {
     return this.measuredBytes ?? this.layout.weightBytes;
+  }
+}
+
+/**
+ * The models one request was given, each held until the request is answered (release). A request that looks a
+ * model up again gets the model it already holds, even while an unload waits for it.
+ */
+export class Lease {
+  private readonly held = new Map<ModelSlot<Loaded>, Loaded>();
+
+  heldModel<M extends Loaded>(slot: ModelSlot<M>): M | undefined {
+    return this.held.get(slot) as M | undefined;
+  }
+
+  hold<M extends Loaded>(slot: ModelSlot<M>, model: M): void {
+    if (this.held.has(slot)) return;
+    this.held.set(slot, model);
+    slot.takeLease();
+  }
+
+  release(): void {
+    for (const slot of this.held.keys()) slot.endLease();
+    this.held.clear();
   }
 }
 
@@ -105,31 +149,23 @@ export class Lifecycle<M extends Loaded> {
     return next;
   }
 
-  /** The model for a request: loaded first when needed, waiting at most the load timeout (then 503 + Retry-After). */
-  async acquire(slot: ModelSlot<M>): Promise<M> {
-    slot.lastUsed = Date.now();
-    if (slot.model && !slot.pending && !slot.unloading) return slot.model;
-    this.refuseDuringBackoff(slot);
-    const loading = this.load(slot);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const waited = Math.round((Date.now() - (slot.loadStartedAt || Date.now())) / 1000);
-        const retry = Math.max(1, Math.ceil(slot.loadSeconds ?? 5));
-        reject(new ModelLoading(`model "${slot.name}" is still loading (${waited} s so far); retry in a few seconds`, retry));
-      }, this.settings.loadTimeoutMs);
-    });
-    try {
-      const m = await Promise.race([loading, timeout]);
+  /**
+   * The model for a request: loaded first when needed, waiting at most the load timeout (then 503 + Retry-After).
+   * With a lease, the model is held for the request from the moment it is handed over (same tick as the check).
+   */
+  async acquire(slot: ModelSlot<M>, lease?: Lease): Promise<M> {
+    const deadline = Date.now() + this.settings.loadTimeoutMs;
+    const held = lease?.heldModel(slot);
+    if (held) return held;
+    for (;;) {
       slot.lastUsed = Date.now();
-      return m;
-    } catch (e) {
-      if (e instanceof InfinityError) throw e;
-      // The load itself failed (its error is the slot's): 503 with the backoff as Retry-After.
-      const seconds = Math.max(1, Math.ceil((slot.retryAt - Date.now()) / 1000));
-      throw new ModelLoadFailed(`model "${slot.name}" failed to load: ${(e as Error).message ?? String(e)}`, seconds);
-    } finally {
-      clearTimeout(timer);
+      if (slot.model && !slot.pending && !slot.unloading) {
+        lease?.hold(slot, slot.model);
+        return slot.model;
+      }
+      this.refuseDuringBackoff(slot);
+      // Loaded, or unloaded again before this request got it (then loaded again): checked at the top.
+      await this.awaitLoad(slot, deadline);
     }
   }
 
@@ -143,6 +179,28 @@ export class Lifecycle<M extends Loaded> {
         `it is tried again in ${seconds} s (--model-load-retry-seconds), or now by POST /models/${slot.name}/load`,
       seconds,
     );
+  }
+
+  private async awaitLoad(slot: ModelSlot<M>, deadline: number): Promise<void> {
+    const loading = this.load(slot);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const waited = Math.round((Date.now() - (slot.loadStartedAt || Date.now())) / 1000);
+        const retry = Math.max(1, Math.ceil(slot.loadSeconds ?? 5));
+        reject(new ModelLoading(`model "${slot.name}" is still loading (${waited} s so far); retry in a few seconds`, retry));
+      }, Math.max(0, deadline - Date.now()));
+    });
+    try {
+      await Promise.race([loading, timeout]);
+    } catch (e) {
+      if (e instanceof InfinityError) throw e;
+      // The load itself failed (its error is the slot's): 503 with the backoff as Retry-After.
+      const seconds = Math.max(1, Math.ceil((slot.retryAt - Date.now()) / 1000));
+      throw new ModelLoadFailed(`model "${slot.name}" failed to load: ${(e as Error).message ?? String(e)}`, seconds);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** POST /models/{name}/load: an operator's try is not held back by the backoff. */
@@ -201,26 +259,37 @@ export class Lifecycle<M extends Loaded> {
   unload(slot: ModelSlot<M>, reason: "admin" | "idle" | "evicted"): Promise<void> {
     // Idle unloads give way to requests that arrive before they run; others hold new requests back at once.
     if (reason !== "idle") slot.unloading++;
-    return this.serial(() => this.unloadNow(slot, reason)).finally(() => {
+    return this.serial(async () => {
+      await this.unloadNow(slot, reason);
+    }).finally(() => {
       if (reason !== "idle") slot.unloading--;
     });
   }
 
-  private async unloadNow(slot: ModelSlot<M>, reason: "admin" | "idle" | "evicted", forModel?: string): Promise<void> {
+  /** Unloads now unless the reason no longer holds; answers whether the model was unloaded. */
+  private async unloadNow(slot: ModelSlot<M>, reason: "admin" | "idle" | "evicted", forModel?: string): Promise<boolean> {
     const m = slot.model;
-    if (!m) return;
+    if (!m) return false;
     // An idle unload queued behind other work is dropped when a request came meanwhile.
-    if (reason === "idle" && (!this.ops.isIdle(m) || Date.now() - slot.lastUsed < slot.config.idleUnloadSeconds * 1000)) return;
+    if (reason === "idle" && (slot.leases > 0 || !this.ops.isIdle(m) || Date.now() - slot.lastUsed < slot.config.idleUnloadSeconds * 1000)) return false;
+    // A victim chosen for eviction that a request took since (evictions run one after another) stays.
+    if (reason === "evicted" && (slot.leases > 0 || !this.ops.isIdle(m))) return false;
     // From here requests start a new load, which waits behind this unload.
     slot.model = null;
+    // An admin unload lets the requests that hold the model finish with it (bounded), then its queued work.
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.ops.drained(m), new Promise<void>((r) => (timer = setTimeout(r, DRAIN_MS)))]);
+    const drained = (async () => {
+      await slot.leasesEnded();
+      await this.ops.drained(m);
+    })();
+    await Promise.race([drained, new Promise<void>((r) => (timer = setTimeout(r, DRAIN_MS)))]);
     clearTimeout(timer);
     await this.ops.release(m).catch((e) => log.warn("releasing a model failed", { model: slot.name, error: (e as Error).message }));
     this.metrics?.modelUnloads.inc({ model: slot.name, reason });
     if (reason === "evicted") this.metrics?.modelEvictions.inc({ model: slot.name });
     this.metrics?.memoryBytes.set({ model: slot.name }, 0);
     log.info("model unloaded", { model: slot.name, reason, memory_mb: mb(m.memoryBytes), ...(forModel ? { for: forModel } : {}) });
+    return true;
   }
 
   private loadedBytes(except?: ModelSlot<M>): number {
@@ -229,18 +298,20 @@ export class Lifecycle<M extends Loaded> {
     return total;
   }
 
-  /** Idle loaded models, least recently used first. */
+  /** Idle loaded models no request holds, least recently used first. */
   private evictable(except: ModelSlot<M>): ModelSlot<M>[] {
     const now = Date.now();
     return [...this.slots.values()]
-      .filter((s) => s !== except && s.model && !s.pending && this.ops.isIdle(s.model) && now - s.lastUsed >= EVICTION_GRACE_MS)
+      .filter((s) => s !== except && s.model && !s.pending && s.leases === 0 && this.ops.isIdle(s.model) && now - s.lastUsed >= EVICTION_GRACE_MS)
       .sort((a, b) => a.lastUsed - b.lastUsed);
   }
 
   private budgetMessage(slot: ModelSlot<M>, need: number): string {
     const loaded = [...this.slots.values()].filter((s) => s.model);
     const list = loaded.length
-      ? loaded.map((s) => `${s.name} (${mb(s.model!.memoryBytes)} MB, ${this.ops.isIdle(s.model!) ? "used just now" : "busy"})`).join(", ")
+      ? loaded
+          .map((s) => `${s.name} (${mb(s.model!.memoryBytes)} MB, ${s.leases > 0 ? `in use by ${s.leases} request${s.leases === 1 ? "" : "s"}` : this.ops.isIdle(s.model!) ? "used just now" : "busy"})`)
+          .join(", ")
       : "nothing";
     return (
       `loading model "${slot.name}" needs about ${mb(need)} MB, over --max-models-memory-mb ${mb(this.settings.maxModelsMemoryBytes)} ` +
@@ -265,8 +336,10 @@ export class Lifecycle<M extends Loaded> {
       freeable += v.model!.memoryBytes;
     }
     if (this.loadedBytes() - freeable + need > budget) throw new MemoryBudgetExceeded(this.budgetMessage(slot, need), 1);
-    // The victims are idle, so they release at once; awaited, so the next load measures its own memory.
+    // The victims are idle, so they release at once; awaited, so the next load measures its own memory. One that a
+    // request took meanwhile stays (unloadNow checks again), and then the room may not be there.
     for (const v of chosen) await this.unloadNow(v, "evicted", slot.name);
+    if (this.loadedBytes() + need > budget) throw new MemoryBudgetExceeded(this.budgetMessage(slot, need), 1);
   }
 
   /** A first load can measure more than its weights: unload more idle models if the budget is now exceeded. */
@@ -293,7 +366,7 @@ export class Lifecycle<M extends Loaded> {
       const now = Date.now();
       for (const s of this.slots.values()) {
         const idle = s.config.idleUnloadSeconds;
-        if (idle > 0 && s.model && !s.pending && this.ops.isIdle(s.model) && now - s.lastUsed >= idle * 1000) void this.unload(s, "idle");
+        if (idle > 0 && s.model && !s.pending && s.leases === 0 && this.ops.isIdle(s.model) && now - s.lastUsed >= idle * 1000) void this.unload(s, "idle");
       }
     }, SWEEP_MS);
     this.sweeper.unref?.();

@@ -34,7 +34,7 @@ import type { QuantizationRanges } from "../tasks/quantize";
 import { TOKEN_STATE_OUTPUTS, tokenStatesOutput, tokenStatesReader } from "../tasks/token-states";
 import { Encoder, padTokenId, type EncodeOptions, type Encoded } from "../tokenize/encode";
 import type { TokenizerPool } from "../tokenize/pool";
-import { Lifecycle, ModelSlot, type LifecycleSettings, type ModelState } from "./lifecycle";
+import { Lease, Lifecycle, ModelSlot, type LifecycleSettings, type ModelState } from "./lifecycle";
 import { Engine, sessionRunner, tokenBatches, type EngineState, type Runner } from "./engine";
 import { featureBatches, type FeatureBatch } from "./inputs";
 import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "./towers";
@@ -306,6 +306,8 @@ export class Registry {
   private readonly slots = new Map<string, ModelSlot<ServedModel>>();
   private readonly lifecycle: Lifecycle<ServedModel>;
   private loading = true;
+  /** The models each request in progress was given (by its AbortSignal), held until endRequest. */
+  private readonly leases = new WeakMap<AbortSignal, Lease>();
 
   constructor(
     private readonly pool: TokenizerPool,
@@ -398,8 +400,10 @@ export class Registry {
   /**
    * The model for a request: by served name; with one model configured, any name (or none) selects it. A model
    * that is not loaded is loaded first (concurrent requests share the load), waiting at most --model-load-timeout.
+   * `request` (the request's AbortSignal) holds the model for that request until endRequest: no eviction or idle
+   * unload takes it meanwhile, an admin unload waits for it, and the request's later lookups get the same model.
    */
-  async lookup(name: string | undefined, capability: Capability, route: string = ROUTE_OF[capability]): Promise<ServedModel> {
+  async lookup(name: string | undefined, capability: Capability, route: string = ROUTE_OF[capability], request?: AbortSignal): Promise<ServedModel> {
     const slot = this.slotFor(name, capability, route);
     const served = capabilitiesOf(slot.layout.task);
     if (!served.includes(capability)) {
@@ -409,7 +413,18 @@ export class Registry {
       );
     }
     if (this.loading && !slot.model) throw new Unavailable(`model "${slot.name}" is not loaded yet: the server is starting`);
-    return this.lifecycle.acquire(slot);
+    let lease: Lease | undefined;
+    if (request) {
+      lease = this.leases.get(request);
+      if (!lease) this.leases.set(request, (lease = new Lease()));
+    }
+    return this.lifecycle.acquire(slot, lease);
+  }
+
+  /** A request was answered: the models it was given may be unloaded again. */
+  endRequest(request: AbortSignal): void {
+    this.leases.get(request)?.release();
+    this.leases.delete(request);
   }
 
   /** POST /models/{name}/load: loads a model (or waits for its load), bounded like a request; tried even in a backoff. */

@@ -117,6 +117,8 @@ export function createApp(ctx: ServerContext) {
       return response;
     })
     .onAfterResponse(({ request, route, set, path }) => {
+      // Answered (or failed): the models this request was given may be unloaded again.
+      ctx.registry.endRequest(request.signal);
       const t0 = started.get(request);
       if (counted.delete(request)) ctx.inflight--;
       const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;

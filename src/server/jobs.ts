@@ -69,8 +69,9 @@ export function reportHeaders(ctx: ServerContext, set: Headers, t0: number, out:
   if (out.truncated.length) set.headers["x-truncated-inputs"] = out.truncated.join(",");
 }
 
-export function lookupModel(ctx: ServerContext, name: string | undefined, capability: Capability): Promise<ServedModel> {
-  return ctx.registry.lookup(name, capability);
+/** The model for a job, held for the request (`signal`: the request's) until it is answered. */
+export function lookupModel(ctx: ServerContext, name: string | undefined, capability: Capability, signal: AbortSignal): Promise<ServedModel> {
+  return ctx.registry.lookup(name, capability, undefined, signal);
 }
 
 /** With truncate false, the first input that does not fit is a 413 naming it and its token count. */
@@ -377,7 +378,7 @@ export async function runHybrid(ctx: ServerContext, model: HybridModel, job: Tok
 }
 
 export async function runEmbed(ctx: ServerContext, job: EmbedJob, signal: AbortSignal): Promise<EmbedOutcome> {
-  const found = await lookupModel(ctx, job.model, "embed");
+  const found = await lookupModel(ctx, job.model, "embed", signal);
   if (found.task !== "embed" && found.task !== "hybrid") {
     throw new CapabilityMismatch(`model "${found.name}" is a ${found.task} model: its vectors are served by /embeddings (and /embed_sparse for sparse models), not this route`, "model");
   }
@@ -405,7 +406,7 @@ export interface EmbedAllOutcome extends JobReport {
  * bounded by --max-vectors-per-request before anything runs. Not cached (results are matrices).
  */
 export async function runEmbedAll(ctx: ServerContext, job: EmbedAllJob, signal: AbortSignal): Promise<EmbedAllOutcome> {
-  const found = await ctx.registry.lookup(job.model, "embed", "/embed_all");
+  const found = await ctx.registry.lookup(job.model, "embed", "/embed_all", signal);
   if (found.task !== "embed" || typeof found.tokens === "string") {
     const why =
       found.task === "embed"
@@ -461,7 +462,7 @@ export interface RerankOutcome extends JobReport {
 }
 
 export async function runRerank(ctx: ServerContext, job: RerankJob, signal: AbortSignal): Promise<RerankOutcome> {
-  const served = await lookupModel(ctx, job.model, "rerank");
+  const served = await lookupModel(ctx, job.model, "rerank", signal);
   checkText(job.query, "query", ctx.config);
   if (job.documents.length === 0) throw new InvalidInput(`\`${job.field}\` must not be an empty list`, job.field);
   checkCount(job.documents.length, job.field, ctx.config);
@@ -511,7 +512,7 @@ export interface ClassifyOutcome extends JobReport {
 }
 
 export async function runClassify(ctx: ServerContext, job: ClassifyJob, signal: AbortSignal): Promise<ClassifyOutcome> {
-  const model = (await lookupModel(ctx, job.model, "classify")) as ClassifyModel;
+  const model = (await lookupModel(ctx, job.model, "classify", signal)) as ClassifyModel;
   if (job.inputs.length === 0) throw new InvalidInput(`\`${job.field.name}\` must not be an empty list`, job.field.name);
   checkCount(job.inputs.length, job.field.name, ctx.config);
   job.inputs.forEach((x, i) => {

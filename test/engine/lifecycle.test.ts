@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import "../helpers";
 import type { ModelConfig } from "../../src/config";
 import { MemoryBudgetExceeded, ModelLoadFailed, ModelLoading } from "../../src/errors";
-import { EVICTION_GRACE_MS, Lifecycle, ModelSlot } from "../../src/engine/lifecycle";
+import { EVICTION_GRACE_MS, Lease, Lifecycle, ModelSlot } from "../../src/engine/lifecycle";
 import type { ModelLayout } from "../../src/model/layout";
 import { Metrics } from "../../src/metrics";
 
@@ -194,6 +194,62 @@ describe("Lifecycle", () => {
     expect(builds).toEqual(["a", "a", "a"]);
   });
 
+
+  test("a model a request holds is never evicted: the other load gets 503 naming it in use; after the request it is", async () => {
+    const { lifecycle, get } = setup([["a", 60], ["b", 60]], { budgetMb: 100 });
+    const lease = new Lease();
+    const a = await lifecycle.acquire(get("a"), lease);
+    // Past the grace, engine idle (the request is, say, fetching an image or reading the cache): still held.
+    await Bun.sleep(EVICTION_GRACE_MS + 20);
+    expect(get("a").leases).toBe(1);
+    const err = await lifecycle.acquire(get("b")).catch((e) => e);
+    expect(err).toBeInstanceOf(MemoryBudgetExceeded);
+    expect(err.message).toContain("a (60 MB, in use by 1 request)");
+    expect(a.released).toBe(false);
+    expect(get("a").state).toBe("ready");
+    // The same request looking a up again gets the model it holds, and holds it once.
+    expect(await lifecycle.acquire(get("a"), lease)).toBe(a);
+    expect(get("a").leases).toBe(1);
+    lease.release();
+    expect(get("a").leases).toBe(0);
+    await Bun.sleep(EVICTION_GRACE_MS + 20);
+    await lifecycle.acquire(get("b"));
+    expect(a.released).toBe(true);
+    expect(get("a").state).toBe("unloaded");
+  });
+
+  test("an idle unload skips a held model; an admin unload waits for its requests, which keep their model", async () => {
+    const slots = new Map([["a", slot("a", 1, { idleUnloadSeconds: 1 })]]);
+    const lifecycle = new Lifecycle<Fake>(slots, {
+      build: async () => ({ memoryBytes: MB, busy: false, released: false }),
+      isIdle: (m) => !m.busy,
+      drained: async () => {},
+      release: async (m) => void (m.released = true),
+    }, { maxModelsMemoryBytes: 0, loadTimeoutMs: 5000, loadRetryMs: 0 }, null);
+    const a = slots.get("a")!;
+    const lease = new Lease();
+    const first = await lifecycle.acquire(a, lease);
+    lifecycle.startSweeper();
+    try {
+      // Held for well past its idle time: the sweeper leaves it.
+      await Bun.sleep(1800);
+      expect(a.state).toBe("ready");
+      expect(first.released).toBe(false);
+      // An admin unload waits for the request; the request's own lookups still get its model meanwhile.
+      const unloading = lifecycle.unload(a, "admin");
+      await Bun.sleep(100);
+      expect(first.released).toBe(false);
+      expect(await lifecycle.acquire(a, lease)).toBe(first);
+      lease.release();
+      await unloading;
+      expect(first.released).toBe(true);
+      // A fresh request loads it again.
+      const second = await lifecycle.acquire(a);
+      expect(second).not.toBe(first);
+    } finally {
+      lifecycle.stop();
+    }
+  });
 
   test("unload releases the model; a request during the unload waits for it and loads again", async () => {
     const { lifecycle, get, builds } = setup([["a", 1]]);

@@ -1,11 +1,12 @@
 // Models on demand seen from HTTP: unloaded at start with /health 200, the first request loads (concurrent ones
 // share the load), idle unloading, the admin routes behind the API key, the memory budget's eviction and 503, a
-// model that fails to load (503 with Retry-After, no retry before the backoff).
+// model that fails to load (503 with Retry-After, no retry before the backoff), unload pressure on a model that
+// requests in progress hold.
 import { describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fixture, postJson, startTestServer } from "../helpers";
+import { fixture, fixtureBytes, postJson, startTestServer } from "../helpers";
 
 async function models(url: string, headers: Record<string, string> = {}): Promise<Record<string, any>> {
   const body = (await (await fetch(`${url}/models`, { headers })).json()) as { data: any[] };
@@ -126,7 +127,7 @@ describe("models on demand", () => {
       expect(refused.status).toBe(503);
       expect(refused.json.error.code).toBe("memory_budget_exceeded");
       expect(refused.json.error.message).toContain("--max-models-memory-mb 100");
-      expect(refused.json.error.message).toContain("b (100 MB, busy)");
+      expect(refused.json.error.message).toContain("b (100 MB, in use by 1 request)");
       expect(refused.headers.get("retry-after")).toBe("1");
       expect((await busy).status).toBe(200);
       m = await models(s.url);
@@ -172,6 +173,87 @@ describe("models on demand", () => {
     } finally {
       await s.shutdown();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("unload pressure while requests are in flight: a model is never unloaded under a request it was given", async () => {
+    const png = await fixtureBytes("media/landscape.png");
+    // Each image arrives 1.5 s after it is asked for: the requests hold clip with its engine idle, longer than its
+    // --idle-unload-seconds and the eviction grace, before they queue anything.
+    const files = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch() {
+        await Bun.sleep(1500);
+        return new Response(png, { headers: { "content-type": "image/png" } });
+      },
+    });
+    const s = await startTestServer({ "model-id": fixture("clip"), load: "on-demand", "idle-unload-seconds": "1" });
+    try {
+      const image = `http://127.0.0.1:${files.port}/landscape.png`;
+      const want = await postJson(`${s.url}/embeddings`, { input: `data:image/png;base64,${Buffer.from(png).toString("base64")}`, modality: "image" });
+      expect(want.status).toBe(200);
+      // Staggered requests (the idle sweeper runs meanwhile), then an admin unload while they are in flight.
+      const inFlight: Promise<{ status: number; json: any }>[] = [];
+      for (let i = 0; i < 4; i++) {
+        inFlight.push(postJson(`${s.url}/embeddings`, { input: `${image}?n=${i}`, modality: "image" }));
+        await Bun.sleep(300);
+      }
+      const unloaded = fetch(`${s.url}/models/clip/unload`, { method: "POST" });
+      const answers = await Promise.all(inFlight);
+      for (const a of answers) {
+        expect(a.status).toBe(200);
+        expect(a.json.data[0].embedding).toEqual(want.json.data[0].embedding);
+      }
+      expect((await unloaded).status).toBe(200);
+      expect((await models(s.url)).clip.state).toBe("unloaded");
+      expect(await metric(s.url, "infinity_model_unloads_total")).toBeGreaterThanOrEqual(1);
+    } finally {
+      files.stop(true);
+      await s.shutdown();
+    }
+  });
+
+  test("eviction pressure while a request holds its model: the other load gets 503, the request its answer", async () => {
+    const png = await fixtureBytes("media/landscape.png");
+    const files = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch() {
+        await Bun.sleep(1500);
+        return new Response(png, { headers: { "content-type": "image/png" } });
+      },
+    });
+    const s = await startTestServer({
+      "model-id": [fixture("clip"), fixture("bert-mean-norm")],
+      "served-model-name": ["clip", "text"],
+      load: "on-demand",
+      "max-models-memory-mb": "100",
+      "model-warmup": "false",
+    });
+    const MB = 1048576;
+    try {
+      const want = await postJson(`${s.url}/embeddings`, { model: "clip", input: `data:image/png;base64,${Buffer.from(png).toString("base64")}`, modality: "image" });
+      expect(want.status).toBe(200);
+      // As in the budget test above: what the registry measured set to a large model's, so only one fits.
+      s.ctx.registry.list().find((x) => x.name === "clip")!.memoryBytes = 100 * MB;
+      const held = postJson(`${s.url}/embeddings`, { model: "clip", input: `http://127.0.0.1:${files.port}/landscape.png`, modality: "image" });
+      // clip's engine is idle and its last use past the eviction grace while the image is fetched.
+      await Bun.sleep(700);
+      const refused = await postJson(`${s.url}/embeddings`, { model: "text", input: "x" });
+      expect(refused.status).toBe(503);
+      expect(refused.json.error.code).toBe("memory_budget_exceeded");
+      expect(refused.json.error.message).toContain("clip (100 MB, in use by 1 request)");
+      const answer = await held;
+      expect(answer.status).toBe(200);
+      expect(answer.json.data[0].embedding).toEqual(want.json.data[0].embedding);
+      // Answered: clip may go now.
+      await Bun.sleep(400);
+      expect((await postJson(`${s.url}/embeddings`, { model: "text", input: "x" })).status).toBe(200);
+      expect(await metric(s.url, 'infinity_model_evictions_total{model="clip"}')).toBe(1);
+    } finally {
+      files.stop(true);
+      await s.shutdown();
     }
   });
 

@@ -13,7 +13,7 @@ export function embedSparseRoutes(ctx: ServerContext, fixedModel?: string) {
     "/embed_sparse",
     async ({ body, request, set }) => {
       const t0 = performance.now();
-      const model = (await ctx.registry.lookup(fixedModel ?? body.model ?? undefined, "embed_sparse")) as SparseModel;
+      const model = (await ctx.registry.lookup(fixedModel ?? body.model ?? undefined, "embed_sparse", undefined, request.signal)) as SparseModel;
       const pruning = { topK: body.top_k, threshold: body.threshold };
       checkPruning(pruning);
       // bge-m3: its lexical weights; a SPLADE model: its vector; an inference-free model: its query or document

@@ -64,7 +64,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
     async ({ body, request, set }) => {
       const t0 = performance.now();
       const name = servedName(fixedModel, body.model);
-      const model = (await ctx.registry.lookup(name, "embed")) as TextEmbedModel;
+      const model = (await ctx.registry.lookup(name, "embed", undefined, request.signal)) as TextEmbedModel;
       const modality = body.modality ?? "text";
       const colpali = model.task === "multivector" ? model.colpali : null;
       // ColPali takes images through its own graph, not a media tower.

@@ -30,12 +30,12 @@ const EMBED_SHAPES = "an embed body is TEI-shaped {inputs} or Cohere v1-shaped {
  * several and no name, the one model with the capability the body's shape needs (`hint`); otherwise a 400 naming
  * them, or for /info (`first`) the first model. A model loaded on demand is loaded.
  */
-async function anyModel(ctx: ServerContext, name: string | undefined, hint?: Capability, first = false): Promise<ServedModel> {
+async function anyModel(ctx: ServerContext, signal: AbortSignal, name: string | undefined, hint?: Capability, first = false): Promise<ServedModel> {
   const entries = ctx.registry.entries();
   if (name !== undefined && UNNAMED_MODELS.includes(name)) name = undefined;
   let entry = entries.length === 1 ? entries[0] : name !== undefined ? entries.find((e) => e.name === name) : undefined;
   if (!entry && name === undefined) {
-    if (hint) return ctx.registry.lookup(undefined, hint);
+    if (hint) return ctx.registry.lookup(undefined, hint, undefined, signal);
     if (first) entry = entries[0];
   }
   if (!entry) {
@@ -47,7 +47,7 @@ async function anyModel(ctx: ServerContext, name: string | undefined, hint?: Cap
       "model",
     );
   }
-  return ctx.registry.lookup(entry.name, capabilitiesOf(entry.layout.task)[0]!);
+  return ctx.registry.lookup(entry.name, capabilitiesOf(entry.layout.task)[0]!, undefined, signal);
 }
 
 /** TEI's inputs, prompt and truncation fields (shared by /embed and /embed_all) as a job's. */
@@ -217,8 +217,8 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
     })
     .post(
       "/tokenize",
-      async ({ body }) => {
-        const model = await anyModel(ctx, servedName(fixedModel, body.model));
+      async ({ body, request }) => {
+        const model = await anyModel(ctx, request.signal, servedName(fixedModel, body.model));
         const texts = checkTexts(body.inputs, "inputs", ctx.config);
         const prompt = promptFor(model.layout.prompts, model.layout.defaultPromptName, { promptName: body.prompt_name ?? undefined });
         return Promise.all(texts.map((text) => model.encoder.tokens(prompt + text, body.add_special_tokens !== false)));
@@ -227,8 +227,8 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
     )
     .post(
       "/decode",
-      async ({ body }) => {
-        const model = await anyModel(ctx, servedName(fixedModel, body.model));
+      async ({ body, request }) => {
+        const model = await anyModel(ctx, request.signal, servedName(fixedModel, body.model));
         const ids = body.ids;
         const seqs = ids.length > 0 && typeof ids[0] === "number" ? [ids as number[]] : (ids as number[][]);
         if (seqs.length === 0) throw new InvalidInput("`ids` must not be an empty list", "ids");
@@ -246,7 +246,7 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
     )
     .get(
       "/info",
-      async ({ query }) => teiInfo(ctx, await anyModel(ctx, servedName(fixedModel, (query as { model?: string }).model), undefined, true)),
+      async ({ query, request }) => teiInfo(ctx, await anyModel(ctx, request.signal, servedName(fixedModel, (query as { model?: string }).model), undefined, true)),
       { detail: { summary: "Model and server info (TEI); ?model= picks a model", tags: ["tei"] } },
     )
     .post(
@@ -257,7 +257,7 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
         const merged = { ...(typeof b.parameters === "object" && b.parameters !== null ? (b.parameters as object) : {}), ...b };
         const hint: Capability | undefined =
           b.texts !== undefined || b.query !== undefined ? "rerank" : typeof b.inputs === "object" && b.inputs !== null && !Array.isArray(b.inputs) ? "embed" : undefined;
-        const model = await anyModel(ctx, name, hint);
+        const model = await anyModel(ctx, request.signal, name, hint);
         const named = { ...merged, model: model.name };
         switch (model.task) {
           case "embed":
