@@ -65,6 +65,18 @@ describe("cli", () => {
     expect(await new Response(p.stderr).text()).toContain("/nonexistent/model");
   });
 
+  test("--load on-demand: a missing folder, or one without a model, fails startup too (exit 1, named), not the first request", async () => {
+    const empty = mkdtempSync(join(tmpdir(), "infinity-no-model-"));
+    for (const bad of ["/nonexistent/on-demand-model", empty]) {
+      const port = freePort();
+      const p = run(["--model-id", fixture("bert-mean-norm"), "--model-id", bad, "--load", "startup", "--load", "on-demand", "--port", String(port), "--host", "127.0.0.1", "--no-model-warmup"]);
+      expect(await p.exited).toBe(1);
+      const err = await new Response(p.stderr).text();
+      expect(err).toContain(bad);
+      expect(err).toContain("failed to load");
+    }
+  });
+
   test("--preload-only resolves every model and exits 0 without serving; a bad one exits 1", async () => {
     const ok = run(["--model-id", fixture("bert-mean-norm"), "--model-id", fixture("bert-rerank"), "--preload-only", "--port", "1"]);
     expect(await ok.exited).toBe(0);
