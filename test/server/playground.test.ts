@@ -63,6 +63,71 @@ describe("GET / (playground)", () => {
     expect(((await missing.json()) as { error: { message: string } }).error.message).toBeString();
   });
 
+  test("HEAD / and HEAD of its files answer their headers without a body; other paths and methods on / are 404s in the one error shape, never a 5xx", async () => {
+    const head = await fetch(`${plain.url}/`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(head.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(await head.text()).toBe("");
+    const headJs = await fetch(`${plain.url}/playground/playground.js`, { method: "HEAD" });
+    expect(headJs.status).toBe(200);
+    expect(headJs.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    // A query string or a doubled slash still gets the page (its relative links resolve to the same files).
+    for (const path of ["/?model=x", "//"]) expect((await fetch(`${plain.url}${path}`)).status).toBe(200);
+    expect((await fetch(`${plain.url}//playground/playground.js`)).status).toBe(200);
+
+    // No static file tree behind the page: index.html, the folder, other names, escapes, are all unknown routes.
+    const unknown: Array<[string, string]> = [
+      ["GET", "/index.html"],
+      ["HEAD", "/index.html"],
+      ["GET", "/playground"],
+      ["GET", "/playground/"],
+      ["GET", "/playground/index.html"],
+      ["GET", "/playground/nope.js"],
+      ["GET", "/playground/playground.js.map"],
+      ["GET", "/playground/%2e%2e/package.json"],
+      ["GET", "/playground/..%2fpackage.json"],
+      ["GET", "/src/server/playground/playground.js"],
+      ["GET", "/favicon.ico"],
+      ["GET", "/robots.txt"],
+      ["GET", "/static/app.js"],
+      ["PUT", "/"],
+      ["DELETE", "/"],
+      ["PATCH", "/"],
+      ["POST", "/playground/playground.js"],
+    ];
+    for (const [method, path] of unknown) {
+      const res = await fetch(`${plain.url}${path}`, { method });
+      expect([method, path, res.status]).toEqual([method, path, 404]);
+      if (method === "HEAD") continue;
+      expect(res.headers.get("content-type")).toStartWith("application/json");
+      const body = (await res.json()) as { error: Record<string, unknown> };
+      expect(Object.keys(body.error).sort()).toEqual(["code", "message", "param", "type"]);
+      expect(body.error.code).toBe("not_found");
+    }
+
+    // POST / is the HF Inference route: bodies it cannot read are 4xx in the one error shape.
+    const bad: Array<[string, string | undefined, string | undefined]> = [
+      ["not json", "application/json", "{inputs"],
+      ["text/plain", "text/plain", "hello"],
+      ["empty JSON body", "application/json", ""],
+      ["no body, no type", undefined, undefined],
+      ["JSON null", "application/json", "null"],
+      ["JSON array", "application/json", "[1,2]"],
+      ["inputs an object", "application/json", '{"inputs": {"a": 1}}'],
+      ["html form", "application/x-www-form-urlencoded", "inputs=hello"],
+    ];
+    for (const [name, type, body] of bad) {
+      const res = await fetch(`${plain.url}/`, { method: "POST", headers: type ? { "content-type": type } : {}, body });
+      const text = await res.text();
+      expect([name, res.status >= 400 && res.status < 500]).toEqual([name, true]);
+      expect(Object.keys((JSON.parse(text) as { error: Record<string, unknown> }).error).sort()).toEqual(["code", "message", "param", "type"]);
+    }
+    // The server still serves the page and the route.
+    expect((await fetch(`${plain.url}/`)).status).toBe(200);
+    expect((await postJson(`${plain.url}/`, { inputs: "hello" })).status).toBe(200);
+  });
+
   test("--url-prefix: the page stays at / and calls the prefixed API; --api-key: the page is public, the API is not", async () => {
     const res = await fetch(`${prefixed.url}/`);
     expect(res.status).toBe(200);
