@@ -108,6 +108,13 @@ describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () =
       expect(res.status).toBe(200);
       expect((await res.text()).length).toBeGreaterThan(ref.endsWith(".js") ? 100_000 : 0);
     }
+    // /docs/ (a trailing slash) would resolve those links under /docs/docs/: it redirects to the page instead.
+    const slash = await fetch(`${s.url}/docs/`, { redirect: "manual" });
+    expect(slash.status).toBe(301);
+    expect(new URL(slash.headers.get("location")!, `${s.url}/docs/`).href).toBe(`${s.url}/docs`);
+    const followed = await fetch(`${s.url}/docs/`);
+    expect(followed.url).toBe(`${s.url}/docs`);
+    expect(await followed.text()).toBe(html);
   });
 });
 

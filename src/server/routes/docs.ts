@@ -95,7 +95,12 @@ export function docsRoutes(ctx: ServerContext) {
   const asset = (body: string, type: string) => () => new Response(body, { headers: { "content-type": type, "cache-control": "public, max-age=86400" } });
   return router()
     .get("/openapi.json", () => new Response(doc, { headers: { "content-type": "application/json" } }))
-    .get("/docs", () => new Response(DOCS_HTML, { headers: { "content-type": "text/html; charset=utf-8" } }))
+    // The router also matches /docs/, where the page's relative links would point into /docs/docs/...: a blank
+    // viewer. Send it to /docs (relative, so a reverse proxy's sub-path stays).
+    .get("/docs", ({ request }) =>
+      new URL(request.url).pathname.endsWith("/")
+        ? new Response(null, { status: 301, headers: { location: "../docs" } })
+        : new Response(DOCS_HTML, { headers: { "content-type": "text/html; charset=utf-8" } }))
     .get("/docs/swagger-ui.css", asset(swaggerCss, "text/css; charset=utf-8"))
     .get("/docs/swagger-ui-bundle.js", asset(swaggerBundle, "text/javascript; charset=utf-8"));
 }
