@@ -188,7 +188,10 @@ export const RerankResponse = t.Object({
     }),
   ),
   model: t.String(),
-  usage: Usage,
+  usage: t.Object(
+    { prompt_tokens: t.Integer(), completion_tokens: t.Integer(), total_tokens: t.Integer() },
+    { description: "completion_tokens is always 0; it is there because Together-shaped clients (@ai-sdk/togetherai) require it" },
+  ),
   id: t.String(),
   created: t.Integer(),
   meta: t.Object({ billed_units: t.Object({ search_units: t.Integer() }) }),

@@ -1,11 +1,13 @@
 // Real client packages from npm against a live server on 127.0.0.1, each used as its docs say, with results compared
 // to the fixtures' reference outputs (sentence-transformers / transformers), not just "no error": openai,
 // cohere-ai (v1 rerank, v2 rerank, v1 embed, v2 embed with every embedding type), @huggingface/inference (endpoint(url):
-// featureExtraction, textClassification), @langchain/openai, ai with @ai-sdk/openai-compatible and @ai-sdk/cohere,
-// @llamaindex/openai (with the @llamaindex/core it runs on).
+// featureExtraction, textClassification), @langchain/openai, ai with @ai-sdk/openai-compatible, @ai-sdk/cohere and
+// @ai-sdk/togetherai, @llamaindex/openai (with the @llamaindex/core it runs on); and the bodies Michael Feil's Python
+// infinity_client sends (not installable here: its generated models' defaults, posted as they are).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createCohere } from "@ai-sdk/cohere";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { createTogetherAI } from "@ai-sdk/togetherai";
 import { InferenceClient } from "@huggingface/inference";
 import { OpenAIEmbeddings } from "@langchain/openai";
 import { getTopKEmbeddings } from "@llamaindex/core/embeddings";
@@ -15,7 +17,7 @@ import { embedMany, rerank } from "ai";
 import { CohereClient, CohereClientV2 } from "cohere-ai";
 import OpenAI from "openai";
 import type { RunningServer } from "../../src/server/serve";
-import { cosine, fixture, l2, maxAbsDiff, reference, startTestServer } from "../helpers";
+import { cosine, fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
 let server: RunningServer;
 let url: string;
@@ -211,6 +213,59 @@ describe("Cohere clients", () => {
     const { ranking } = await rerank({ model: cohere.reranking("reranker"), query, documents, topN: 2 });
     expect(ranking).toHaveLength(2);
     for (const r of ranking) expect(r.score).toBeCloseTo(scores[r.originalIndex]!, 4);
+  });
+});
+
+describe("Together-shaped rerank", () => {
+  test("ai rerank through @ai-sdk/togetherai (/v1/rerank): its schema needs usage with prompt, completion and total tokens", async () => {
+    const { query, documents, scores } = rerankCase();
+    const together = createTogetherAI({ apiKey: "sk-test", baseURL: `${url}/v1` });
+    const order = [...scores.keys()].sort((a, b) => scores[b]! - scores[a]!);
+    const all = await rerank({ model: together.reranking("reranker"), query, documents });
+    expect(all.ranking.map((r) => r.originalIndex)).toEqual(order);
+    for (const r of all.ranking) expect(r.score).toBeCloseTo(scores[r.originalIndex]!, 4);
+    expect(all.response.modelId).toBe("reranker");
+    const top = await rerank({ model: together.reranking("reranker"), query, documents, topN: 1 });
+    expect(top.ranking.map((r) => r.originalIndex)).toEqual([order[0]!]);
+  });
+});
+
+describe("infinity_client (Python) request bodies", () => {
+  // OpenAIEmbeddingInputText / RerankInput / ClassifyInput defaults: model "default/not-specified", dimensions 0,
+  // modality "text", return_documents true; Authorization "Bearer <key>". Its result models require model and usage.
+  const auth = { authorization: "Bearer sk-test" };
+
+  test("embeddings: model \"default/not-specified\" is the one embedder, dimensions 0 the full size", async () => {
+    const r = await postJson(`${url}/embeddings`, { input: texts(), model: "default/not-specified", encoding_format: "float", dimensions: 0, modality: "text" }, auth);
+    expect(r.status).toBe(200);
+    expect(r.json.object).toBe("list");
+    expect(r.json.model).toBe("bge");
+    expect(r.json.usage.total_tokens).toBeGreaterThan(0);
+    expectVectors(r.json.data.map((d: { embedding: number[] }) => d.embedding));
+    expect(r.json.data.map((d: { index: number }) => d.index)).toEqual([0, 1, 2, 3]);
+  });
+
+  test("rerank: model \"default/not-specified\" is the one cross-encoder; the answer has model and usage", async () => {
+    const { query, documents, scores } = rerankCase();
+    const r = await postJson(`${url}/rerank`, { query, documents, return_documents: true, model: "default/not-specified" }, auth);
+    expect(r.status).toBe(200);
+    expect(r.json.object).toBe("rerank");
+    expect(r.json.model).toBe("reranker");
+    expect(r.json.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(r.json.usage.total_tokens).toBe(r.json.usage.prompt_tokens);
+    for (const x of r.json.results) {
+      expect(x.relevance_score).toBeCloseTo(scores[x.index]!, 4);
+      expect(x.document.text).toBe(documents[x.index]);
+    }
+  });
+
+  test("classify: model \"default/not-specified\" is the one classifier", async () => {
+    const c = cls.cases[0]!;
+    const r = await postJson(`${url}/classify`, { input: [c.text], model: "default/not-specified", raw_scores: false }, auth);
+    expect(r.status).toBe(200);
+    expect(r.json.model).toBe("classifier");
+    expect(r.json.usage.total_tokens).toBeGreaterThan(0);
+    for (const p of r.json.data[0]) expect(p.score).toBeCloseTo(c.probabilities[Object.values(cls.id2label).indexOf(p.label)]!, 4);
   });
 });
 

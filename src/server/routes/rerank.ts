@@ -86,7 +86,8 @@ export function rerankRoutes(ctx: ServerContext, fixedModel?: string) {
           ...(req.return_documents ? { document: { text: docs[r.index]! } } : {}),
         })),
         model: out.model.name,
-        usage: out.usage,
+        // Together's shape (@ai-sdk/togetherai) requires completion_tokens; Cohere and infinity_client ignore it.
+        usage: { prompt_tokens: out.usage.prompt_tokens, completion_tokens: 0, total_tokens: out.usage.total_tokens },
         ...responseMeta("rerank"),
         meta: { billed_units: { search_units: 1 } },
       };
