@@ -16,13 +16,14 @@ import { modelCacheScope } from "../cache/scope";
 import { primeRuntime } from "../model/prime";
 import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, type DenseLayer } from "../model/dense";
+import { onnxOutputNames } from "../model/onnx-graph";
 import { classifyReader } from "../tasks/classify";
 import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader } from "../tasks/embed";
 import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
 import { spladeReader, staticSparse, type SparseVector } from "../tasks/sparse";
 import { readSafetensors } from "../model/safetensors";
 import {
-  colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength,
+  colbertHead, colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength,
   type ColbertTokens, type MultiVector, type MultiVectorBatch, type MultiVectorInput,
 } from "../tasks/multivector";
 import { colpaliImageBatches, colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTokens, type ColPaliTokens } from "../tasks/colpali";
@@ -554,7 +555,10 @@ export class Registry {
       timeoutMs: c.inferenceTimeoutSeconds * 1000,
       onFault: () => this.metrics?.workerRestarts.inc({ model: label }),
     });
-    const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName));
+    // PyLate's 1_Dense: onnxruntime projects every token vector in the worker, right after the model.
+    const colbertDense = layout.task === "multivector" && layout.multivector?.densePath != null ? readDenseLayers(layout.dir, layout.dense) : [];
+    const head = colbertDense.length ? colbertHead(onnxOutputNames(join(layout.dir, layout.onnxFile)), colbertDense) : undefined;
+    const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName), head);
     sessions.push(session);
     const mediaInput = layout.media ? (layout.media.modality === "image" ? IMAGE_INPUT : AUDIO_INPUT) : layout.colpali ? IMAGE_INPUT : null;
     const adapters = layout.taskAdapters;
@@ -710,10 +714,10 @@ export class Registry {
         return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!)), sparseQuery: await sparseQueryOf(layout) };
       case "multivector": {
         const cfg = layout.multivector!;
-        // PyLate's 1_Dense projects each token vector; a Stanford-style graph projects inside.
-        const dense = cfg.densePath !== null ? readDenseLayers(layout.dir, layout.dense) : [];
+        // PyLate's 1_Dense projects each token vector (the session's head); a Stanford-style graph projects inside.
+        const dense = colbertDense;
         const tokens = colbertTokens(cfg, (t) => encoder.tokenId(t), encoder.singleSpecials, layout.tokenizerConfig);
-        const runner = multiVectorRunner(session, dense);
+        const runner = multiVectorRunner(session);
         const mv = new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, runner, multiVectorBatches(padId), limits, this.metrics);
         return { ...measured, task: "multivector", engine: mv, colbert: { layout: cfg, tokens, dim: dense.length ? dense[dense.length - 1]!.outFeatures : null }, colpali: null };
       }

@@ -1,5 +1,5 @@
 // Messages between ModelSession (main thread) and its inference worker (inference-worker.ts).
-import type { Feed, InputSpec, OutputTensor, SessionSettings } from "./session";
+import type { Feed, InputSpec, OutputTensor, SessionHead, SessionSettings } from "./session";
 
 /**
  * Test-only fault injection: what the worker does instead of the run (or session creation) it was sent. `exit` ends the worker
@@ -9,7 +9,7 @@ import type { Feed, InputSpec, OutputTensor, SessionSettings } from "./session";
 export type InjectedFault = "exit" | "throw" | "hang";
 
 export type InferenceRequest =
-  | { id: number; type: "create"; path: string | Uint8Array; settings: SessionSettings; fault?: InjectedFault }
+  | { id: number; type: "create"; path: string | Uint8Array; settings: SessionSettings; head?: SessionHead; fault?: InjectedFault }
   | { id: number; type: "run"; feeds: Record<string, Feed>; outputNames: string[]; fault?: InjectedFault }
   | { id: number; type: "release" };
 

@@ -8,6 +8,8 @@ import { createOrtSession, runOnce, type OrtSession } from "./onnx";
 declare const self: Worker;
 
 let session: OrtSession | null = null;
+/** The graph the named output passes through after each run (SessionHead), with its own session. */
+let head: { output: string; session: OrtSession } | null = null;
 
 /** Test-only (ModelSession.injectFault): dies or blocks the way a crashed or stuck native run would. */
 function fault(kind: InjectedFault): never {
@@ -29,6 +31,7 @@ async function handle(m: InferenceRequest): Promise<InferenceReply> {
     case "create": {
       if (m.fault) fault(m.fault);
       session = await createOrtSession(m.path, m.settings);
+      head = m.head ? { output: m.head.output, session: await createOrtSession(m.head.graph, m.settings) } : null;
       return {
         id: m.id, ok: true,
         created: { provider: session.provider, fallbackReason: session.fallbackReason, inputs: session.inputs, outputNames: [...session.session.outputNames] },
@@ -39,11 +42,18 @@ async function handle(m: InferenceRequest): Promise<InferenceReply> {
       if (!session) throw new Error("the inference worker has no session");
       const t0 = performance.now();
       const outputs = await runOnce(session, m.feeds, m.outputNames);
+      const i = head ? m.outputNames.indexOf(head.output) : -1;
+      if (head && i >= 0) {
+        const [y] = await runOnce(head.session, { x: { data: outputs[i]!.data, dims: outputs[i]!.dims } }, ["y"]);
+        outputs[i] = { name: outputs[i]!.name, data: y!.data, dims: y!.dims };
+      }
       return { id: m.id, ok: true, outputs, runMs: performance.now() - t0 };
     }
     case "release": {
       await session?.session.release();
+      await head?.session.session.release();
       session = null;
+      head = null;
       return { id: m.id, ok: true };
     }
   }

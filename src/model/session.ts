@@ -11,6 +11,16 @@ export interface SessionSettings {
   numThreads: number;
 }
 
+/**
+ * A graph the worker runs on one output of the model right after each run that asks for it, answering its result
+ * under the output's name: y = graph(x) with x the output (ColBERT's Dense projection of every token vector,
+ * model/dense-graph.ts). Created with the model's settings, in the same worker, again in a replacement worker.
+ */
+export interface SessionHead {
+  output: string;
+  graph: Uint8Array;
+}
+
 /** How the main thread watches a session's worker. */
 export interface WorkerOptions {
   /** Name in logs (the served model, or model/tower). */
@@ -150,18 +160,19 @@ export class ModelSession {
     private readonly path: string | Uint8Array,
     private readonly settings: SessionSettings,
     private readonly options: WorkerOptions,
+    private readonly head: SessionHead | undefined,
   ) {
     this.label = options.label ?? (typeof path === "string" ? path : "an in-memory graph");
     this.timeoutMs = options.timeoutMs ?? 0;
     this.link = this.spawn();
   }
 
-  /** `path`: the ONNX file, or the graph's bytes. */
-  static async create(path: string | Uint8Array, settings: SessionSettings, options: WorkerOptions = {}): Promise<ModelSession> {
-    const s = new ModelSession(path, settings, options);
+  /** `path`: the ONNX file, or the graph's bytes; `head`: a graph one output goes through after each run. */
+  static async create(path: string | Uint8Array, settings: SessionSettings, options: WorkerOptions = {}, head?: SessionHead): Promise<ModelSession> {
+    const s = new ModelSession(path, settings, options, head);
     let created: CreatedSession;
     try {
-      created = (await s.link.call({ type: "create", path, settings }, s.timeoutMs * CREATE_TIMEOUT_FACTOR)).created!;
+      created = (await s.link.call({ type: "create", path, settings, head }, s.timeoutMs * CREATE_TIMEOUT_FACTOR)).created!;
     } catch (e) {
       s.workerState = "released";
       s.link.lose("the session could not be created", false);
@@ -197,7 +208,7 @@ export class ModelSession {
     this.options.onFault?.(reason);
     const link = this.spawn();
     this.link = link;
-    const create = { type: "create" as const, path: this.path, settings: this.settings, fault: this.injected.shift() };
+    const create = { type: "create" as const, path: this.path, settings: this.settings, head: this.head, fault: this.injected.shift() };
     this.ready = link.call(create, this.timeoutMs * CREATE_TIMEOUT_FACTOR).then(
       () => {
         if (this.link === link && this.workerState === "restarting") {

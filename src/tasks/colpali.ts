@@ -120,7 +120,7 @@ export async function colpaliQueryRunner(
       const pixels: Feed = { data: new Float32Array(rows * size), dims: [rows, ...pixelShape] };
       const out = await session.runFeeds({ ...textFeeds(t.tensors, session.inputNames, session.inputSpecs), pixel_values: pixels }, output);
       checkDims(out.dims);
-      return t.keeps.map((keep, b) => readMultiVector(out.data, out.dims, b, keep, []));
+      return t.keeps.map((keep, b) => readMultiVector(out.data, out.dims, b, keep));
     },
   };
   try {
@@ -147,7 +147,7 @@ export function colpaliImageRunner(session: Pick<ModelSession, "runFeeds">, outp
         output,
       );
       checkDims(out.dims);
-      return Array.from({ length: batch }, (_, b) => readMultiVector(out.data, out.dims, b, keep, []));
+      return Array.from({ length: batch }, (_, b) => readMultiVector(out.data, out.dims, b, keep));
     },
   };
 }

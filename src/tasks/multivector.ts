@@ -1,10 +1,11 @@
 // Multi-vector (late-interaction, ColBERT) embeddings: preparing inputs (prefix token after the first token, query
 // expansion with the mask token, per-kind truncation), reading outputs (projection, per-token L2, skiplist), MaxSim.
 import type { MultiVectorLayout } from "../model/layout";
-import type { BatchTensors, ModelSession } from "../model/session";
+import type { BatchTensors, ModelSession, SessionHead } from "../model/session";
 import type { Runner } from "../engine/engine";
 import type { DenseLayer } from "../model/dense";
-import { applyDense, l2normalize } from "./embed";
+import { l2normalize } from "./embed";
+import { denseGraph } from "../model/dense-graph";
 import type { Encoded } from "../tokenize/encode";
 import type { BatchInput } from "../engine/inputs";
 import { InvalidInput, ModelLoadError } from "../errors";
@@ -157,34 +158,39 @@ export function multiVectorOutput(names: readonly string[]): string {
 }
 
 /**
- * Row b's kept token vectors of a [batch, seq, hidden] output: through the Dense projection (PyLate's 1_Dense, when
- * the graph does not project), then L2-normalised.
+ * PyLate's Dense modules (1_Dense, when the graph stops at the token states) as the session's head on the token-vector
+ * output: onnxruntime projects every position in the inference worker right after the model, so the output arrives
+ * projected (and 128 instead of 384 floats per token cross to the main thread).
  */
-export function readMultiVector(hidden: Float32Array, dims: readonly number[], b: number, keep: Uint8Array, dense: readonly DenseLayer[]): MultiVector {
+export function colbertHead(outputNames: readonly string[], dense: readonly DenseLayer[]): SessionHead {
+  return { output: multiVectorOutput(outputNames), graph: denseGraph(dense) };
+}
+
+/** Row b's kept token vectors of a [batch, seq, dim] output (already projected), L2-normalised. */
+export function readMultiVector(hidden: Float32Array, dims: readonly number[], b: number, keep: Uint8Array): MultiVector {
   const seq = dims[1]!;
-  const h = dims[2]!;
+  const dim = dims[2]!;
   let rows = 0;
   for (let i = 0; i < keep.length; i++) rows += keep[i]!;
-  const dim = dense.length ? dense[dense.length - 1]!.outFeatures : h;
   const data = new Float32Array(rows * dim);
   let r = 0;
   for (let i = 0; i < keep.length; i++) {
     if (!keep[i]) continue;
-    const o = (b * seq + i) * h;
-    const v = dense.length ? applyDense(hidden.slice(o, o + h), dense) : hidden.slice(o, o + h);
-    data.set(l2normalize(v), r++ * dim);
+    const o = (b * seq + i) * dim;
+    data.set(hidden.subarray(o, o + dim), r * dim);
+    l2normalize(data.subarray(r * dim, ++r * dim));
   }
   return { data, rows, dim };
 }
 
 /** Runs a ColBERT batch and reads each row's kept vectors. */
-export function multiVectorRunner(session: ModelSession, dense: readonly DenseLayer[]): Runner<MultiVector, MultiVectorBatch> {
+export function multiVectorRunner(session: ModelSession): Runner<MultiVector, MultiVectorBatch> {
   const output = multiVectorOutput(session.outputNames);
   return {
     async run(t) {
       const out = await session.run(t.tensors, output);
       if (out.dims.length !== 3) throw new Error(`ColBERT expects token vectors [batch, tokens, dim], got [${out.dims.join(", ")}]`);
-      return t.keeps.map((keep, b) => readMultiVector(out.data, out.dims, b, keep, dense));
+      return t.keeps.map((keep, b) => readMultiVector(out.data, out.dims, b, keep));
     },
   };
 }

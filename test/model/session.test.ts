@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { emptyPastFeed, ModelSession, positionIds, textFeeds } from "../../src/model/session";
 import { sessionOptions } from "../../src/model/onnx";
 import { fixture } from "../helpers";
+import { denseGraph } from "../../src/model/dense-graph";
 
 describe("sessionOptions", () => {
   test("threads as configured, one inter-op thread, pool threads stop spinning when a run returns", () => {
@@ -70,6 +71,39 @@ describe("feeds of decoder exports", () => {
       const out = await s.run({ ...t, inputIds: Int32Array.from([1400, 1400, 5, 6, 7, 8, 9, 10]) }, "last_hidden_state");
       expect(out.dims).toEqual([2, 4, 32]);
       expect(out.data.every(Number.isFinite)).toBe(true);
+    } finally {
+      await s.release();
+    }
+  });
+});
+
+describe("a session's head graph", () => {
+  // Two Dense graphs: the model doubles x's features into 3, the head sums them into 1; the answer under the
+  // model's output name is the head's.
+  const model = denseGraph([{ inFeatures: 2, outFeatures: 3, weight: Float32Array.from([2, 0, 0, 2, 1, 1]), bias: null, activation: "identity", residual: null }]);
+  const head = { output: "y", graph: denseGraph([{ inFeatures: 3, outFeatures: 1, weight: Float32Array.from([1, 1, 1]), bias: Float32Array.from([0.5]), activation: "identity", residual: null }]) };
+  const x = { data: Float32Array.from([1, 2, 3, 4]), dims: [1, 2, 2] };
+
+  test("the named output goes through the head after each run, also in a replacement worker", async () => {
+    const s = await ModelSession.create(model, { device: "cpu", numThreads: 1 }, { label: "head test" }, head);
+    try {
+      // (1, 2) -> (2, 4, 3) -> 9.5; (3, 4) -> (6, 8, 7) -> 21.5
+      let out = await s.runFeeds({ x }, "y");
+      expect(out.dims).toEqual([1, 2, 1]);
+      expect(Array.from(out.data)).toEqual([9.5, 21.5]);
+      s.injectFault("exit");
+      out = await s.runFeeds({ x }, "y");
+      expect(s.status.restarts).toBe(1);
+      expect(Array.from(out.data)).toEqual([9.5, 21.5]);
+    } finally {
+      await s.release();
+    }
+  });
+
+  test("without a head the output is the model's", async () => {
+    const s = await ModelSession.create(model, { device: "cpu", numThreads: 1 }, { label: "no head" });
+    try {
+      expect(Array.from((await s.runFeeds({ x }, "y")).data)).toEqual([2, 4, 3, 6, 8, 7]);
     } finally {
       await s.release();
     }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { colbertInput, colbertTokens, maxSim, readMultiVector, multiVectorTokenizeLength } from "../../src/tasks/multivector";
+import { colbertHead, colbertInput, colbertTokens, maxSim, readMultiVector, multiVectorTokenizeLength } from "../../src/tasks/multivector";
 import type { MultiVectorLayout } from "../../src/model/layout";
-import { applyDense } from "../../src/tasks/embed";
+import { createOrtSession, runOnce } from "../../src/model/onnx";
 
 const cfg: MultiVectorLayout = {
   format: "pylate", queryPrefix: "[Q] ", documentPrefix: "[D] ", queryLength: 8, documentLength: 6,
@@ -44,12 +44,18 @@ describe("ColBERT inputs (PyLate's algorithm)", () => {
 });
 
 describe("reading and scoring", () => {
-  test("kept rows are projected by the Dense module and L2-normalised; MaxSim sums each query vector's best match", () => {
+  test("kept rows are projected by the Dense head (onnxruntime) and L2-normalised; MaxSim sums each query vector's best match", async () => {
     // batch 1, 3 tokens, hidden 2; projection to 2 dims swapping the features and doubling the first.
     const hidden = Float32Array.from([3, 4, 9, 9, 0, 2]);
     const dense = [{ inFeatures: 2, outFeatures: 2, weight: Float32Array.from([0, 2, 1, 0]), bias: null, activation: "identity" as const, residual: null }];
-    expect(Array.from(applyDense(Float32Array.from([3, 4]), dense))).toEqual([8, 3]);
-    const m = readMultiVector(hidden, [1, 3, 2], 0, Uint8Array.from([1, 0, 1]), dense);
+    const head = colbertHead(["last_hidden_state"], dense);
+    expect(head.output).toBe("last_hidden_state");
+    const session = await createOrtSession(head.graph, { device: "cpu", numThreads: 1 });
+    const [projected] = await runOnce(session, { x: { data: hidden, dims: [1, 3, 2] } }, ["y"]);
+    await session.session.release();
+    expect(projected!.dims).toEqual([1, 3, 2]);
+    expect(Array.from(projected!.data)).toEqual([8, 3, 18, 9, 4, 0]);
+    const m = readMultiVector(projected!.data, projected!.dims, 0, Uint8Array.from([1, 0, 1]));
     expect(m.rows).toBe(2);
     expect(Array.from(m.data)).toEqual([8 / Math.hypot(8, 3), 3 / Math.hypot(8, 3), 1, 0].map(Math.fround));
     const q = { data: Float32Array.from([1, 0, 0, 1]), rows: 2, dim: 2 };

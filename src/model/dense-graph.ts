@@ -1,0 +1,121 @@
+// sentence-transformers Dense modules as a small ONNX graph of their own, so that onnxruntime applies them to every
+// token vector of a ColBERT export whose graph stops at the token states (PyLate's 1_Dense): the inference worker
+// runs it on that output right after the model (session.ts, SessionHead). In JavaScript the 384 -> 128 projection of
+// a 2 x 180-token batch took ~10-15 ms of the main thread; onnxruntime's MatMul takes ~1 ms in the worker
+// (bench/projection.ts, bench/README.md). The graph is written here with a few lines of protobuf encoding
+// (onnx.proto3 field numbers), as prime.ts's identity graph is, instead of a build-time dependency.
+import type { DenseLayer } from "./dense";
+
+// onnx.proto3 field numbers.
+const MODEL = { irVersion: 1, opsetImport: 8, graph: 7 } as const;
+const GRAPH = { node: 1, name: 2, initializer: 5, input: 11, output: 12 } as const;
+const NODE = { input: 1, output: 2, opType: 4 } as const;
+const TENSOR = { dims: 1, dataType: 2, name: 8, rawData: 9 } as const;
+const FLOAT = 1;
+const OPSET = 17;
+const IR_VERSION = 8;
+
+class Writer {
+  readonly bytes: number[] = [];
+  varint(v: number): this {
+    for (; v > 127; v = Math.floor(v / 128)) this.bytes.push((v & 127) | 128);
+    this.bytes.push(v);
+    return this;
+  }
+  int(field: number, v: number): this {
+    return this.varint(field * 8).varint(v);
+  }
+  raw(field: number, b: ArrayLike<number>): this {
+    this.varint(field * 8 + 2).varint(b.length);
+    for (let i = 0; i < b.length; i++) this.bytes.push(b[i]!);
+    return this;
+  }
+  str(field: number, s: string): this {
+    return this.raw(field, new TextEncoder().encode(s));
+  }
+  msg(field: number, build: (w: Writer) => void): this {
+    const w = new Writer();
+    build(w);
+    return this.raw(field, w.bytes);
+  }
+}
+
+/** ValueInfoProto of a float tensor: TypeProto.tensor_type (1) { elem_type (1), shape (2) { dim (1) { value (1) | param (2) } } }. */
+function floatValue(w: Writer, field: number, name: string, shape: readonly (number | string)[]): void {
+  w.msg(field, (v) => {
+    v.str(1, name);
+    v.msg(2, (t) => t.msg(1, (tt) => {
+      tt.int(1, FLOAT);
+      tt.msg(2, (s) => shape.forEach((d) => s.msg(1, (dim) => (typeof d === "number" ? dim.int(1, d) : dim.str(2, d)))));
+    }));
+  });
+}
+
+function initializer(w: Writer, name: string, dims: readonly number[], data: Float32Array): void {
+  w.msg(GRAPH.initializer, (t) => {
+    for (const d of dims) t.int(TENSOR.dims, d);
+    t.int(TENSOR.dataType, FLOAT).str(TENSOR.name, name);
+    // raw_data is little-endian float32, which is how a Float32Array lies in memory on the platforms onnxruntime ships for.
+    t.raw(TENSOR.rawData, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  });
+}
+
+function node(w: Writer, op: string, inputs: readonly string[], output: string): void {
+  w.msg(GRAPH.node, (n) => {
+    for (const i of inputs) n.str(NODE.input, i);
+    n.str(NODE.output, output).str(NODE.opType, op);
+  });
+}
+
+/** torch's [out, in] weight as the [in, out] right operand of MatMul. */
+function transposed(weight: Float32Array, outs: number, ins: number): Float32Array {
+  const t = new Float32Array(weight.length);
+  for (let j = 0; j < outs; j++) for (let c = 0; c < ins; c++) t[c * outs + j] = weight[j * ins + c]!;
+  return t;
+}
+
+const ACTIVATION_OPS = { tanh: "Tanh", relu: "Relu", sigmoid: "Sigmoid" } as const;
+
+/**
+ * The graph y = Dense_n(...Dense_1(x)) over the last axis of x [batch, tokens, in]: per layer MatMul with the
+ * transposed weight, Add of the bias, the activation, and the residual (the layer's input, or its projection)
+ * added, as sentence-transformers' Dense.forward computes it.
+ */
+export function denseGraph(layers: readonly DenseLayer[]): Uint8Array {
+  if (!layers.length) throw new Error("denseGraph needs at least one Dense layer");
+  const graph = new Writer();
+  let x = "x";
+  layers.forEach((l, i) => {
+    initializer(graph, `w${i}`, [l.inFeatures, l.outFeatures], transposed(l.weight, l.outFeatures, l.inFeatures));
+    let y = `dense${i}.matmul`;
+    node(graph, "MatMul", [x, `w${i}`], y);
+    if (l.bias) {
+      initializer(graph, `b${i}`, [l.outFeatures], l.bias);
+      node(graph, "Add", [y, `b${i}`], `dense${i}.bias`);
+      y = `dense${i}.bias`;
+    }
+    if (l.activation !== "identity") {
+      node(graph, ACTIVATION_OPS[l.activation], [y], `dense${i}.act`);
+      y = `dense${i}.act`;
+    }
+    if (l.residual) {
+      let r = x;
+      if (l.residual !== "identity") {
+        initializer(graph, `r${i}`, [l.inFeatures, l.outFeatures], transposed(l.residual, l.outFeatures, l.inFeatures));
+        node(graph, "MatMul", [x, `r${i}`], `dense${i}.residual`);
+        r = `dense${i}.residual`;
+      }
+      node(graph, "Add", [y, r], `dense${i}.out`);
+      y = `dense${i}.out`;
+    }
+    x = y;
+  });
+  node(graph, "Identity", [x], "y");
+  graph.str(GRAPH.name, "dense");
+  floatValue(graph, GRAPH.input, "x", ["batch", "tokens", layers[0]!.inFeatures]);
+  floatValue(graph, GRAPH.output, "y", ["batch", "tokens", layers[layers.length - 1]!.outFeatures]);
+  const model = new Writer().int(MODEL.irVersion, IR_VERSION);
+  model.msg(MODEL.opsetImport, (o) => o.int(2, OPSET));
+  model.raw(MODEL.graph, graph.bytes);
+  return Uint8Array.from(model.bytes);
+}
