@@ -79,6 +79,11 @@ interface Base {
   sessionBytes: number;
   /** Activation memory per padded token: measured by warm-up, at least the architecture's estimate. */
   activationBytesPerToken: number;
+  /**
+   * LLM rerankers whose export returns every position's full-vocabulary logits (no num_logits_to_keep input): the
+   * bytes one padded token adds to a batch's logits output (fullLogitsBytesPerToken); 0 for every other model.
+   */
+  fullLogitsBytesPerToken: number;
   /** Tokenizes texts (or query/document pairs) in the worker pool. */
   encode(texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string; taskId?: number }): Promise<Encoded[]>;
   /** Counts content tokens of a text in-process (prompt lengths). */
@@ -216,6 +221,38 @@ export function estimateActivationBytesPerToken(config: Record<string, unknown>)
   const hidden = Number(config.hidden_size ?? config.d_model ?? config.n_embd ?? 768) || 768;
   const intermediate = Number(config.intermediate_size ?? config.n_inner ?? 4 * hidden) || 4 * hidden;
   return 4 * (6 * hidden + 2 * intermediate) * 2;
+}
+
+/** Inputs through which a decoder export returns only the last positions' logits (the server feeds 1). */
+export const KEEP_LOGITS_INPUTS: readonly string[] = ["num_logits_to_keep", "logits_to_keep"];
+
+/**
+ * What one padded token adds to a batch through an LLM reranker's `logits` output when the export returns every
+ * position's full-vocabulary logits ([batch, seq, vocab], read as float32): vocab_size x 4 bytes (606,676 for
+ * Qwen3-Reranker's 151,669 tokens). 0 when the export takes num_logits_to_keep / logits_to_keep (fed 1, the output is
+ * [batch, 1, vocab] whatever the length) or when the model is not scored from a causal LM's logits.
+ */
+export function fullLogitsBytesPerToken(config: Record<string, unknown>, inputNames: readonly string[], causalLm: boolean): number {
+  if (!causalLm || inputNames.some((n) => KEEP_LOGITS_INPUTS.includes(n))) return 0;
+  const vocab = Number(config.vocab_size ?? (config.text_config as Record<string, unknown> | undefined)?.vocab_size);
+  return Number.isFinite(vocab) && vocab > 0 ? vocab * 4 : 0;
+}
+
+/**
+ * Without --memory-budget-mb, one batch's full-vocabulary logits are kept within this: 1 GiB, 1,769 padded tokens of
+ * Qwen3-Reranker (where the GPU default budget of 16,384 tokens would make a 9.9 GB logits tensor, and one
+ * 40,960-token input 24.8 GB).
+ */
+export const FULL_LOGITS_MAX_BYTES = 1024 * 1048576;
+
+/**
+ * The batch token budget of an export that returns full-vocabulary logits: the configured budget, cut so one batch's
+ * logits fit `maxBytes` (at least one token). An input longer than the result still runs alone (the batcher never
+ * splits an input), so its logits can pass `maxBytes`: `longestInputBytes` says by how much.
+ */
+export function fullLogitsTokenBudget(bytesPerToken: number, maxBatchTokens: number, maxLength: number, maxBytes: number = FULL_LOGITS_MAX_BYTES): { tokens: number; cut: boolean; longestInputBytes: number } {
+  const fit = Math.max(1, Math.floor(maxBytes / bytesPerToken));
+  return { tokens: Math.min(maxBatchTokens, fit), cut: fit < maxBatchTokens, longestInputBytes: maxLength * bytesPerToken };
 }
 
 /** The most padded tokens per batch that keep a model within its memory budget; throws when not even one fits. */
@@ -591,10 +628,35 @@ export class Registry {
     // On CPU a batch runs fastest per token at a few hundred tokens (cache); past ~1000 it slows down, while GPUs
     // want large batches. An input longer than the budget runs alone (selectBatch), so the budget is not raised to
     // the model's max length: a long-context model keeps small batches for its short inputs.
-    const maxBatchTokens = c.maxBatchTokens || (session.provider === "cpu" ? CPU_BATCH_TOKENS : GPU_BATCH_TOKENS);
-    const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize, runOverheadTokens: c.runOverheadTokens || DEFAULT_RUN_OVERHEAD_TOKENS };
+    let maxBatchTokens = c.maxBatchTokens || (session.provider === "cpu" ? CPU_BATCH_TOKENS : GPU_BATCH_TOKENS);
     // The RSS growth can hide behind memory the process already had; the weights are resident at least.
     const sessionBytes = () => Math.max(process.memoryUsage().rss - rssBefore, layout.weightBytes);
+    const activationBytesPerToken = estimateActivationBytesPerToken(layout.configJson);
+    // An LLM reranker export without num_logits_to_keep returns [batch, seq, vocab] logits: the batch is cut (before
+    // warm-up, which runs a full batch) so they fit --memory-budget-mb with the activations, or FULL_LOGITS_MAX_BYTES.
+    const logitsBytes = fullLogitsBytesPerToken(layout.configJson, session.inputNames, template?.yes !== undefined);
+    if (logitsBytes) {
+      const planned = c.memoryBudgetMb
+        ? Math.min(maxBatchTokens, tokenBudgetWithin(c.memoryBudgetMb, sessionBytes(), activationBytesPerToken + logitsBytes, layout.maxLength, key))
+        : fullLogitsTokenBudget(logitsBytes, maxBatchTokens, layout.maxLength).tokens;
+      const mb = (bytes: number) => Math.round(bytes / 1048576);
+      log.info(`${layout.onnxFile} returns full-vocabulary logits for every position (no ${KEEP_LOGITS_INPUTS.join(" / ")} input)`, {
+        model: key,
+        logits_bytes_per_token: logitsBytes,
+        max_batch_tokens: planned,
+        was: planned < maxBatchTokens ? maxBatchTokens : undefined,
+        batch_logits_mb: mb(planned * logitsBytes),
+        plan: c.memoryBudgetMb ? `--memory-budget-mb ${c.memoryBudgetMb}` : `${mb(FULL_LOGITS_MAX_BYTES)} MB of logits per batch`,
+      });
+      if (layout.maxLength > planned) {
+        log.warn("an input longer than the batch token budget runs alone: its logits pass the plan", {
+          model: key, max_length: layout.maxLength, longest_input_logits_mb: mb(layout.maxLength * logitsBytes),
+          fix: "an export with a num_logits_to_keep input returns one position's logits",
+        });
+      }
+      maxBatchTokens = planned;
+    }
+    const limits = { maxBatchSize: c.batchSize, maxBatchTokens, maxQueueSize: c.maxQueueSize, runOverheadTokens: c.runOverheadTokens || DEFAULT_RUN_OVERHEAD_TOKENS };
     const tokenize = (texts: string[], firsts?: string[], options?: EncodeOptions): Promise<Encoded[]> => {
       // A worker round trip costs more than tokenizing a few short texts, so small requests stay here.
       let chars = 0;
@@ -611,7 +673,8 @@ export class Registry {
       padId,
       memoryBytes: 0,
       sessionBytes: 0,
-      activationBytesPerToken: estimateActivationBytesPerToken(layout.configJson),
+      activationBytesPerToken: activationBytesPerToken + logitsBytes,
+      fullLogitsBytesPerToken: logitsBytes,
       warmupTokensPerSecond: 0,
       runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
       encode: async (texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string; taskId?: number }) => {
@@ -764,7 +827,13 @@ export class Registry {
       if (m.task === "hybrid") return (encoded as Encoded[]).map((e) => ({ ...e, sparse: true, multiVector: true }));
       return m.task === "multivector" && m.colbert ? (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens)) : encoded;
     };
-    const encoded = await encodeFor(texts);
+    let encoded = await encodeFor(texts);
+    if (m.fullLogitsBytesPerToken) {
+      // A full-logits export warms up within its logits plan: each row cut (from the front, keeping the prompt's
+      // suffix) to the batch token budget, as a long input would otherwise run alone past it.
+      const cap = m.engine.batchLimits.maxBatchTokens;
+      encoded = (encoded as Encoded[]).map((e) => (e.ids.length > cap ? { ...e, ids: e.ids.slice(e.ids.length - cap) } : e));
+    }
     // The engine is not started yet: run its runner directly through a temporary start.
     const engine = m.engine as unknown as Engine<unknown, unknown, unknown>;
     engine.start();

@@ -243,7 +243,7 @@ describe("decoder rerankers", () => {
   });
 
   test("fixtures: left padding, the template, yes/no", () => {
-    for (const name of ["qwen3-rerank", "qwen3-rerank-seq-cls"]) {
+    for (const name of ["qwen3-rerank", "qwen3-rerank-seq-cls", "qwen3-rerank-keep"]) {
       const l = readLayout(fixture(name), listFolder(fixture(name)), "auto", "auto");
       expect([l.task, l.paddingSide, l.rerankTemplate !== null]).toEqual(["rerank", "left", true]);
     }

@@ -7,7 +7,7 @@ import { fixture, fixtureBytes, l2, maxAbsDiff, postJson, reference, startTestSe
 
 const QWEN = ["qwen3-embed", "qwen3-embed-qdrant"] as const;
 const DENSE = ["bert-dense", "gemma-embed"] as const;
-const RERANKERS = ["qwen3-rerank", "qwen3-rerank-seq-cls"] as const;
+const RERANKERS = ["qwen3-rerank", "qwen3-rerank-seq-cls", "qwen3-rerank-keep"] as const;
 const ENCODERS = ["modernbert-embed", "deberta-classify", "siglip"] as const;
 let server: RunningServer;
 let url: string;

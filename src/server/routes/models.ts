@@ -34,6 +34,9 @@ function describe(e: ModelEntry) {
     // warm-up, or the built-in constant (no warm-up, or timings that could not be fitted).
     run_overhead_tokens: m ? (m.engine.batchLimits.runOverheadTokens ?? null) : e.config.runOverheadTokens || null,
     run_overhead_source: m ? m.runOverheadSource : null,
+    // LLM rerankers whose export returns every position's full-vocabulary logits (no num_logits_to_keep input): what
+    // one padded token adds to a batch's logits, which max_batch_tokens was cut for; null for every other model.
+    full_logits_bytes_per_token: m?.fullLogitsBytesPerToken || null,
     // Measured at the last load (kept while unloaded, so the memory budget can plan the next load).
     memory_bytes: e.memoryBytes,
     state: e.state,
