@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding } from "tokenizers";
-import { cutAtOrAfter, cutPolicy, shortenAsciiRuns, type CutPolicy } from "./prefix";
+import { cutAtOrAfter, cutPolicy, shortenAsciiRuns, wordPrefixWindow, type CutPolicy, type InWordPolicy } from "./prefix";
 
 export interface Encoded {
   ids: Int32Array;
@@ -174,12 +174,60 @@ export class Encoder {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
       const at = from < text.length ? cutAtOrAfter(text, from, cuts) : -1;
+      if (at < 0 && from < text.length && cuts.inWord && !words && Number.isFinite(need)) {
+        // No cut point after `from`: a long word. Pairs count whole words (countedLength), so only single texts.
+        const inside = await this.wordPrefix(text, need, cuts.inWord);
+        if (inside) return inside;
+      }
       const part = at < 0 ? text : text.slice(0, at);
       const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), words);
       if (at < 0 || c.ids.length >= need) return c;
       from = at * 4;
     }
   }
+
+  /**
+   * The first `need` or more content ids of a text from prefixes that end inside a word (prefix.ts, InWordPolicy):
+   * the tokens that every prefix ending in a window begin with. Windows start after 2 characters per token needed
+   * and move 4x further while too few tokens are common; null when no window is found, or when the next one would
+   * cost more than the whole text (which is then tokenized whole).
+   */
+  private async wordPrefix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
+    let from = Math.max(64, need * 2);
+    while (from < text.length) {
+      const win = wordPrefixWindow(text, from, policy, this.leftAsIs);
+      if (!win) return null;
+      const parts: string[] = [];
+      for (let end = win.c + 1; end <= win.c + win.w; end++) parts.push(text.slice(0, end));
+      const encodings = await this.tokenizer.encodeBatch(parts, CONTENT_ONLY);
+      const ids = encodings.map((e) => e.getIds());
+      const offsets = encodings.map((e) => e.getOffsets());
+      let common = 0;
+      for (;; common++) {
+        const id = ids[0]![common];
+        const end = offsets[0]![common]?.[1];
+        if (id === undefined || !ids.every((x, j) => x[common] === id && offsets[j]![common]![1] === end && offsets[j]![common]![0] === offsets[0]![common]![0])) break;
+      }
+      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(0, common)), words: null };
+      from = (win.c + win.w) * 4;
+      // Prefixes that never agree (a run of one letter under Unigram can shift its whole path with its length): stop
+      // before the next window would tokenize more characters than the whole text has.
+      if (from * win.w > text.length) return null;
+    }
+    return null;
+  }
+
+  /** Whether the tokenizer's normaliser leaves a character as it is (cached; in-word windows hold only those). */
+  private readonly leftAsIs = (ch: string): boolean => {
+    let v = this.asIs.get(ch);
+    if (v === undefined) {
+      const n = this.tokenizer.getNormalizer();
+      v = n === null || n.normalizeString(ch) === ch;
+      this.asIs.set(ch, v);
+    }
+    return v;
+  };
+  private readonly asIs = new Map<string, boolean>();
 
   /** One sequence, truncated to maxLength with its special tokens kept. */
   async encode(text: string, options: EncodeOptions = {}): Promise<Encoded> {

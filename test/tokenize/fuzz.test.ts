@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { Encoder, type Encoded } from "../../src/tokenize/encode";
-import { cutPolicy } from "../../src/tokenize/prefix";
+import { cutPolicy, wordPrefixWindow } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
 import { FIXTURES, REFERENCE, ROOT } from "../helpers";
 
@@ -190,4 +190,64 @@ describe("long texts: prefix tokenization equals the whole text's, truncated", (
 
 describe.skipIf(!existsSync(SHARED))("long texts, real published tokenizers", () => {
   for (const name of sharedNames) test(name, () => checkLong(name, 509));
+});
+
+// Long words (no space anywhere): BPE and Unigram texts are cut inside the word where prefixes ending in a window
+// agree (src/tokenize/prefix.ts, InWordPolicy), against the whole text through the binding, truncated by the library.
+function letters(n: number, alphabet: string, seed: number): string {
+  const out: string[] = new Array(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    out[i] = alphabet[x % alphabet.length]!;
+  }
+  return out.join("");
+}
+const LONG_WORDS: Record<string, string> = {
+  "one letter": "a".repeat(60_000),
+  "ASCII letters": letters(60_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
+  "Latin with accents": letters(60_000, "abcdeéüßøåçñ", 2),
+  "Cyrillic": letters(60_000, "абвгдеёжзийклмнопрст", 3),
+  "CJK": letters(60_000, "的一是不了人我在有他这为之大来以个中上们", 4),
+  "words, then one long word": "hello world ".repeat(100) + "b".repeat(60_000),
+  "letters with a digit and a mark now and then": letters(60_000, "abcdefghij", 5).replace(/a(?=b)/g, "7").replace(/cd/g, "c\u0301d"),
+  "a special-token string inside": letters(30_000, "sx", 6) + "</s><s>" + letters(30_000, "sx", 7),
+};
+
+async function checkLongWords(name: string, maxLength: number): Promise<void> {
+  const text = tokenizerText(name)!;
+  const encoder = await Encoder.create(JSON.parse(text), {}, maxLength);
+  const rust = Tokenizer.fromString(text);
+  rust.disablePadding();
+  const got = await encoder.encodeBatch(Object.values(LONG_WORDS));
+  for (const [i, [kind, input]] of Object.entries(LONG_WORDS).entries()) {
+    const want = await rustTruncated(rust, maxLength, input, null);
+    expect([name, kind, Array.from(got[i]!.ids)]).toEqual([name, kind, want.ids]);
+  }
+}
+
+describe("long words without spaces: cut inside the word, identical to the whole text truncated", () => {
+  for (const name of ["models/roberta-cls", "models/xlmr-max", "models/qwen3-embed"]) test(name, () => checkLongWords(name, 61));
+});
+
+describe.skipIf(!existsSync(SHARED))("long words without spaces, real published tokenizers", () => {
+  for (const name of sharedNames) test(name, () => checkLongWords(name, 509));
+
+  test("the in-word cut is taken (a window is found) where it applies, and refused where it does not", () => {
+    const usable = () => true;
+    const policy = (name: string) => cutPolicy(JSON.parse(tokenizerText(name)!))?.inWord ?? null;
+    // tokenizer.json files without a model `type` (roberta-base, t5-small) are read as the library reads them
+    expect(policy("shared/roberta-base.tokenizer.json")?.model).toBe("bpe-bytes");
+    expect(policy("shared/t5-small.tokenizer.json")?.model).toBe("unigram");
+    expect(policy("shared/xlm-roberta-unigram.tokenizer.json.gz")?.model).toBe("unigram");
+    // CLIP's </w> marks a prefix's last letter as a word end; WordPiece turns a too long word into one [UNK]
+    expect(policy("shared/clip-vit-base-patch32.tokenizer.json")).toBeNull();
+    expect(policy("shared/bert-base-uncased.tokenizer.json")).toBeNull();
+    const found = (name: string, text: string) => wordPrefixWindow(text, 1026, policy(name)!, usable) !== null;
+    expect(found("shared/roberta-base.tokenizer.json", LONG_WORDS["ASCII letters"]!)).toBe(true);
+    expect(found("shared/t5-small.tokenizer.json", LONG_WORDS["one letter"]!)).toBe(true);
+    expect(found("shared/xlm-roberta-unigram.tokenizer.json.gz", LONG_WORDS["Cyrillic"]!)).toBe(true);
+    // byte-level BPE windows hold ASCII only (one character, one symbol)
+    expect(found("shared/roberta-base.tokenizer.json", LONG_WORDS["Cyrillic"]!)).toBe(false);
+  });
 });

@@ -1,0 +1,64 @@
+// Tokenizing one 1,000,000-character input without spaces, truncated to 512 tokens: the server's Encoder (which cuts
+// long texts before tokenizing: at word boundaries, and inside one long word where src/tokenize/prefix.ts says the
+// first tokens cannot change) against the Rust tokenizers encoding the whole text and truncating it. Checks that both
+// give the same ids and prints milliseconds per case. Reads the real tokenizers in ../shared/tokenizers.
+//
+//   bun bench/long-word.ts [characters]       (default 1000000; needs a quiet machine for stable numbers)
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { Tokenizer } from "tokenizers";
+import { Encoder } from "../src/tokenize/encode";
+import { cutPolicy } from "../src/tokenize/prefix";
+
+const SHARED = join(import.meta.dir, "..", "..", "shared", "tokenizers");
+const FILES = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
+const N = Number(process.argv[2] ?? 1_000_000);
+
+function letters(n: number, alphabet: string, seed: number): string {
+  const out: string[] = new Array(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    out[i] = alphabet[x % alphabet.length]!;
+  }
+  return out.join("");
+}
+function cjk(n: number): string {
+  const out: string[] = new Array(n);
+  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
+  return out.join("");
+}
+const INPUTS: Record<string, string> = {
+  "one letter": "a".repeat(N),
+  "ASCII letters": letters(N, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
+  "Latin with accents": letters(N, "abcdeéüßøåçñ", 2),
+  Cyrillic: letters(N, "абвгдеёжзийклмнопрст", 3),
+  CJK: cjk(N),
+  "words, then one long word": ("hello world ".repeat(100) + "b".repeat(N)).slice(0, N),
+};
+
+if (!existsSync(SHARED)) {
+  console.error(`${SHARED} is missing`);
+  process.exit(1);
+}
+console.log(`| tokenizer | in-word cut | input (${N} chars) | server ms | whole + truncate ms | same ids |`);
+console.log("|---|---|---|---|---|---|");
+for (const file of FILES) {
+  const raw = readFileSync(join(SHARED, file));
+  const text = (file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
+  const encoder = await Encoder.create(JSON.parse(text), {}, 512);
+  const rust = Tokenizer.fromString(text);
+  rust.disablePadding();
+  rust.setTruncation(512, { strategy: "LongestFirst" as never });
+  const inWord = cutPolicy(JSON.parse(text))?.inWord?.model ?? "no";
+  for (const [kind, input] of Object.entries(INPUTS)) {
+    const t0 = performance.now();
+    const got = await encoder.encode(input);
+    const t1 = performance.now();
+    const want = (await rust.encode(input, null, { addSpecialTokens: true })).getIds();
+    const t2 = performance.now();
+    const same = JSON.stringify(Array.from(got.ids)) === JSON.stringify(want);
+    console.log(`| ${file.split(".")[0]} | ${inWord} | ${kind} | ${(t1 - t0).toFixed(0)} | ${(t2 - t1).toFixed(0)} | ${same ? "yes" : "NO"} |`);
+  }
+}
