@@ -18,6 +18,8 @@
 //            default, for --rounds rounds (3), this server's tokens/s, mean batch, padding share and RSS; prints a
 //            table, writes nothing) with --compare-root DIR and/or --compare-arg X (repeatable): a second server
 //            (another checkout, other flags) up at the same time, its cells alternating with the first's
+//            --memory-only (only the memory cell of bench/memory.ts: RSS of a server after one request of 64 x 512
+//            tokens, with --server-arg flags; prints the table, writes nothing)
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
@@ -27,6 +29,7 @@ import { batchingLabel, type LimitOptions, type LimitResult, type SweepPoint } f
 import { ensureBenchModel, MODEL_NAME, REPO_ROOT, type Variant } from "./model";
 import { medianInterval, percentiles, peakRssMb, rssMb } from "./stats";
 import { measureResponsiveness, responsivenessMarkdown, twoModelArgs, type ResponsivenessResult } from "./responsiveness";
+import { measureMemory, memoryMarkdown, type MemoryResult } from "./memory";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
 
 // ---------------------------------------------------------------- options
@@ -46,6 +49,7 @@ interface Options {
   responsivenessOnly: boolean;
   responsivenessSeconds: number;
   saturationOnly: boolean;
+  memoryOnly: boolean;
   concurrency: number;
   rounds: number;
   compareRoot: string | null;
@@ -70,6 +74,7 @@ function parseOptions(argv: string[]): Options {
     responsivenessOnly: false,
     responsivenessSeconds: 0,
     saturationOnly: false,
+    memoryOnly: false,
     concurrency: 32,
     rounds: 3,
     compareRoot: null,
@@ -98,6 +103,7 @@ function parseOptions(argv: string[]): Options {
     else if (name === "--responsiveness-only") o.responsivenessOnly = true;
     else if (name === "--responsiveness-seconds") o.responsivenessSeconds = Number(value());
     else if (name === "--saturation-only") o.saturationOnly = true;
+    else if (name === "--memory-only") o.memoryOnly = true;
     else if (name === "--concurrency") o.concurrency = Number(value());
     else if (name === "--rounds") o.rounds = Number(value());
     else if (name === "--compare-root") o.compareRoot = resolve(value());
@@ -706,6 +712,10 @@ async function main(): Promise<void> {
     console.log(await saturationAB(o, p, modelDir, pool));
     return;
   }
+  if (o.memoryOnly) {
+    console.log(memoryMarkdown([await measureMemory(modelDir, o.threads ?? 2, o.serverArgs, o.serverRoot)]).join("\n"));
+    return;
+  }
   log("limit: sweeping intra-op threads and batch sizes");
   // The sweep runs in one child; the best setting is then measured in a fresh child that loads one session and
   // runs one batch size, so its peak RSS compares with a server's (the sweep's larger batches grow the arena).
@@ -788,6 +798,12 @@ async function main(): Promise<void> {
   await limitChild.quit();
   if (o.latencyOnly) return;
   const resp = o.systems.includes("server") ? [await responsiveness(o, modelDir, pool, threads)] : [];
+  const memory: MemoryResult[] = [];
+  if (o.systems.includes("server")) {
+    log("memory: one server, one request of 64 x 512 tokens");
+    memory.push(await measureMemory(modelDir, threads, o.serverArgs, o.serverRoot));
+    log(`memory: RSS ready ${memory[0]!.readyMb.toFixed(0)} MiB, after the request ${memory[0]!.afterMb.toFixed(0)} MiB`);
+  }
 
   const ratios = computeRatios(cells, limit, paired);
   const notes: string[] = [];
@@ -817,9 +833,11 @@ async function main(): Promise<void> {
     "run time": `${((performance.now() - started) / 1000).toFixed(0)} s`,
   };
   mkdirSync(o.out, { recursive: true });
-  const md = markdown({ header, limit, cells, paired, ratios, notes }) + (resp.length ? `\n## Responsiveness (one model busy with long batches)\n\n${responsivenessMarkdown(resp).join("\n")}\n` : "");
+  const md = markdown({ header, limit, cells, paired, ratios, notes }) +
+    (resp.length ? `\n## Responsiveness (one model busy with long batches)\n\n${responsivenessMarkdown(resp).join("\n")}\n` : "") +
+    (memory.length ? `\n## Memory (one server, after one request of 64 x 512 tokens)\n\n${memoryMarkdown(memory).join("\n")}\n` : "");
   writeFileSync(join(o.out, "results.md"), md);
-  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, paired, ratios, notes, responsiveness: resp }, null, 1) + "\n");
+  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, paired, ratios, notes, responsiveness: resp, memory }, null, 1) + "\n");
   const series: ChartSeries[] = (["naive", "server"] as const)
     .filter((s) => o.systems.includes(s))
     .map((s) => ({
