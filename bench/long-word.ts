@@ -34,7 +34,8 @@ const INPUTS: Record<string, string> = {
   "ASCII letters": letters(N, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
   "Latin with accents": letters(N, "abcdeéüßøåçñ", 2),
   Cyrillic: letters(N, "абвгдеёжзийклмнопрст", 3),
-  CJK: cjk(N),
+  "CJK (20,000 ideographs)": cjk(N),
+  "CJK (20 common characters)": letters(N, "的一是不了人我在有他这为之大来以个中上们", 4),
   "words, then one long word": ("hello world ".repeat(100) + "b".repeat(N)).slice(0, N),
 };
 
