@@ -1,6 +1,14 @@
 // Request and response schemas (TypeBox through Elysia's `t`): the routes validate with them and /openapi.json
 // is generated from them. Unknown extra fields are accepted, as OpenAI and Cohere clients send some.
+import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+
+/**
+ * TypeBox's own integer. Elysia's `t.Integer` also accepts an integer-formatted string and converts it, so a JSON body
+ * with a token id "50" or `top_n: "3"` would pass as a number: bodies are typed strictly instead (Elysia's `t.Number`
+ * and `t.Boolean` are TypeBox's already).
+ */
+const Integer = Type.Integer;
 
 const ModelName = t.Optional(
   t.Union([t.String(), t.Null()], { description: "served model name; optional when one model serves the route", error: "`model` must be a string" }),
@@ -10,7 +18,7 @@ const ModelName = t.Optional(
 export const ENCODING_FORMATS = ["float", "base64", "int8", "uint8", "binary", "ubinary", "base64_int8", "base64_uint8", "base64_binary", "base64_ubinary"] as const;
 
 const Dimensions = (description: string, name: string) =>
-  t.Optional(t.Union([t.Integer(), t.Null()], { description: `${description}; 0 or null: the model's full size`, error: `\`${name}\` must be an integer` }));
+  t.Optional(t.Union([Integer(), t.Null()], { description: `${description}; 0 or null: the model's full size`, error: `\`${name}\` must be an integer` }));
 
 const Truncate = t.Optional(
   t.Union([t.Boolean(), t.Null()], { description: "false: an input longer than the model takes is a 413 instead of being cut (default: cut)", error: "`truncate` must be a boolean" }),
@@ -24,7 +32,7 @@ const TruncationDirection = t.Optional(
 
 /** Pruning of sparse vectors (SPLADE): on /embeddings with a sparse model and on /embed_sparse. */
 const SparseOptions = {
-  top_k: t.Optional(t.Integer({ description: "sparse models: keep only the k largest weights", error: "`top_k` must be an integer" })),
+  top_k: t.Optional(Integer({ description: "sparse models: keep only the k largest weights", error: "`top_k` must be an integer" })),
   threshold: t.Optional(t.Number({ description: "sparse models: keep only weights above this value", error: "`threshold` must be a number" })),
 };
 
@@ -34,8 +42,8 @@ export const EmbeddingsRequest = t.Object(
       [
         t.String(),
         t.Array(t.String()),
-        t.Array(t.Integer()),
-        t.Array(t.Array(t.Integer())),
+        t.Array(Integer()),
+        t.Array(t.Array(Integer())),
       ],
       {
         description:
@@ -83,7 +91,7 @@ export const EmbeddingsRequest = t.Object(
   { additionalProperties: true },
 );
 
-const Usage = t.Object({ prompt_tokens: t.Integer(), total_tokens: t.Integer() });
+const Usage = t.Object({ prompt_tokens: Integer(), total_tokens: Integer() });
 
 export const EmbeddingsResponse = t.Object({
   object: t.Literal("list"),
@@ -93,25 +101,25 @@ export const EmbeddingsResponse = t.Object({
       embedding: t.Union([
         t.Array(t.Number()),
         t.String({ description: "base64 of the vector's bytes (little-endian float32, or the compact type)" }),
-        t.Object({ indices: t.Array(t.Integer()), values: t.Array(t.Number()) }, { description: "sparse models: vocabulary ids (ascending) and their weights" }),
+        t.Object({ indices: t.Array(Integer()), values: t.Array(t.Number()) }, { description: "sparse models: vocabulary ids (ascending) and their weights" }),
         t.Array(t.Array(t.Number()), { description: "multi-vector models: one vector per token" }),
         t.Object(
           {
             dense: t.Optional(t.Union([t.Array(t.Number()), t.String()])),
-            sparse: t.Optional(t.Object({ indices: t.Array(t.Integer()), values: t.Array(t.Number()) })),
+            sparse: t.Optional(t.Object({ indices: t.Array(Integer()), values: t.Array(t.Number()) })),
             multi_vector: t.Optional(t.Union([t.Array(t.Array(t.Number())), t.String()])),
           },
           { description: "hybrid (bge-m3) models with a list of outputs: each asked output in its own shape" },
         ),
       ]),
-      shape: t.Optional(t.Array(t.Integer(), { description: "multi-vector answers (ColBERT, bge-m3 multi_vector) with base64: [vectors, dimensions] of the row-major float32 matrix" })),
-      index: t.Integer(),
+      shape: t.Optional(t.Array(Integer(), { description: "multi-vector answers (ColBERT, bge-m3 multi_vector) with base64: [vectors, dimensions] of the row-major float32 matrix" })),
+      index: Integer(),
     }),
   ),
   model: t.String(),
   usage: Usage,
   id: t.String(),
-  created: t.Integer(),
+  created: Integer(),
 });
 
 export const EmbedSparseRequest = t.Object(
@@ -131,7 +139,7 @@ export const EmbedSparseRequest = t.Object(
   { additionalProperties: true },
 );
 
-export const EmbedSparseResponse = t.Array(t.Array(t.Object({ index: t.Integer(), value: t.Number() })));
+export const EmbedSparseResponse = t.Array(t.Array(t.Object({ index: Integer(), value: t.Number() })));
 
 const RerankDocument = t.Union([t.String(), t.Object({ text: t.String() }, { additionalProperties: true })], {
   error: "each document must be a string or an object with a `text` string",
@@ -142,8 +150,8 @@ export const RerankRequest = t.Object(
     query: t.String({ error: "`query` must be a string" }),
     documents: t.Array(RerankDocument, { error: "`documents` must be an array of strings or {text} objects" }),
     model: ModelName,
-    top_n: t.Optional(t.Union([t.Integer(), t.Null()], { error: "`top_n` must be an integer" })),
-    top_k: t.Optional(t.Union([t.Integer(), t.Null()], { description: "Voyage shape: the answer lists `data` instead of `results`", error: "`top_k` must be an integer" })),
+    top_n: t.Optional(t.Union([Integer(), t.Null()], { error: "`top_n` must be an integer" })),
+    top_k: t.Optional(t.Union([Integer(), t.Null()], { description: "Voyage shape: the answer lists `data` instead of `results`", error: "`top_k` must be an integer" })),
     return_documents: t.Optional(t.Union([t.Boolean(), t.Null()], { error: "`return_documents` must be a boolean" })),
     raw_scores: t.Optional(t.Boolean({ error: "`raw_scores` must be a boolean" })),
     truncate: Truncate,
@@ -169,13 +177,13 @@ export const TeiRerankRequest = t.Object(
   { additionalProperties: true },
 );
 
-export const TeiRerankResponse = t.Array(t.Object({ index: t.Integer(), score: t.Number(), text: t.Optional(t.String()) }));
+export const TeiRerankResponse = t.Array(t.Object({ index: Integer(), score: t.Number(), text: t.Optional(t.String()) }));
 
 export const VoyageRerankResponse = t.Object({
   object: t.Literal("list"),
-  data: t.Array(t.Object({ relevance_score: t.Number(), index: t.Integer(), document: t.Optional(t.String()) })),
+  data: t.Array(t.Object({ relevance_score: t.Number(), index: Integer(), document: t.Optional(t.String()) })),
   model: t.String(),
-  usage: t.Object({ total_tokens: t.Integer() }),
+  usage: t.Object({ total_tokens: Integer() }),
 });
 
 export const RerankResponse = t.Object({
@@ -183,18 +191,18 @@ export const RerankResponse = t.Object({
   results: t.Array(
     t.Object({
       relevance_score: t.Number(),
-      index: t.Integer(),
+      index: Integer(),
       document: t.Optional(t.Object({ text: t.String() })),
     }),
   ),
   model: t.String(),
   usage: t.Object(
-    { prompt_tokens: t.Integer(), completion_tokens: t.Integer(), total_tokens: t.Integer() },
+    { prompt_tokens: Integer(), completion_tokens: Integer(), total_tokens: Integer() },
     { description: "completion_tokens is always 0; it is there because Together-shaped clients (@ai-sdk/togetherai) require it" },
   ),
   id: t.String(),
-  created: t.Integer(),
-  meta: t.Object({ billed_units: t.Object({ search_units: t.Integer() }) }),
+  created: Integer(),
+  meta: t.Object({ billed_units: t.Object({ search_units: Integer() }) }),
 });
 
 export const ClassifyRequest = t.Object(
@@ -214,7 +222,7 @@ export const ClassifyResponse = t.Object({
   model: t.String(),
   usage: Usage,
   id: t.String(),
-  created: t.Integer(),
+  created: Integer(),
 });
 
 export const ModelsResponse = t.Object({
@@ -223,7 +231,7 @@ export const ModelsResponse = t.Object({
     t.Object({
       id: t.String(),
       object: t.Literal("model"),
-      created: t.Integer(),
+      created: Integer(),
       owned_by: t.String(),
       capabilities: t.Array(t.String()),
       modalities: t.Array(t.String()),
@@ -231,13 +239,13 @@ export const ModelsResponse = t.Object({
       backend: t.String(),
       model_id: t.String(),
       dtype: t.String(),
-      max_length: t.Integer(),
-      dimensions: t.Union([t.Integer(), t.Null()]),
+      max_length: Integer(),
+      dimensions: t.Union([Integer(), t.Null()]),
       pooling: t.Union([t.String(), t.Null()]),
       labels: t.Array(t.String()),
-      batch_size: t.Integer(),
-      max_batch_tokens: t.Integer(),
-      memory_bytes: t.Integer(),
+      batch_size: Integer(),
+      max_batch_tokens: Integer(),
+      memory_bytes: Integer(),
       state: t.String(),
     }),
   ),
@@ -255,7 +263,7 @@ export const ErrorResponse = t.Object({
 // ---- TEI (text-embeddings-inference) and HF Inference shapes ----
 
 const TeiInputs = t.Union(
-  [t.String(), t.Array(t.String()), t.Array(t.Integer()), t.Array(t.Array(t.Integer()))],
+  [t.String(), t.Array(t.String()), t.Array(Integer()), t.Array(t.Array(Integer()))],
   {
     description: "text, list of texts, or token ids of the model's own vocabulary (one list or a list of lists)",
     error: "`inputs` must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
@@ -340,12 +348,12 @@ export const TeiTokenizeRequest = t.Object(
   { additionalProperties: true },
 );
 export const TeiTokenizeResponse = t.Array(
-  t.Array(t.Object({ id: t.Integer(), text: t.String(), special: t.Boolean(), start: t.Union([t.Integer(), t.Null()]), stop: t.Union([t.Integer(), t.Null()]) })),
+  t.Array(t.Object({ id: Integer(), text: t.String(), special: t.Boolean(), start: t.Union([Integer(), t.Null()]), stop: t.Union([Integer(), t.Null()]) })),
 );
 
 export const TeiDecodeRequest = t.Object(
   {
-    ids: t.Union([t.Array(t.Integer()), t.Array(t.Array(t.Integer()))], { error: "`ids` must be an array of token ids or an array of such arrays" }),
+    ids: t.Union([t.Array(Integer()), t.Array(t.Array(Integer()))], { error: "`ids` must be an array of token ids or an array of such arrays" }),
     model: ModelName,
     skip_special_tokens: t.Optional(t.Boolean({ error: "`skip_special_tokens` must be a boolean" })),
   },
@@ -359,13 +367,13 @@ export const TeiInfoResponse = t.Object({
   model_dtype: t.String(),
   served_model_name: t.String(),
   model_type: t.Record(t.String(), t.Unknown()),
-  max_concurrent_requests: t.Integer(),
-  max_input_length: t.Integer(),
-  max_batch_tokens: t.Integer(),
-  max_batch_requests: t.Union([t.Integer(), t.Null()]),
-  max_client_batch_size: t.Integer(),
+  max_concurrent_requests: Integer(),
+  max_input_length: Integer(),
+  max_batch_tokens: Integer(),
+  max_batch_requests: t.Union([Integer(), t.Null()]),
+  max_client_batch_size: Integer(),
   auto_truncate: t.Boolean(),
-  tokenization_workers: t.Integer(),
+  tokenization_workers: Integer(),
   version: t.String(),
   sha: t.Union([t.String(), t.Null()]),
   docker_label: t.Union([t.String(), t.Null()]),
@@ -406,14 +414,14 @@ export const CohereEmbedResponse = t.Object({
   id: t.String(),
   embeddings: t.Object({
     float: t.Optional(t.Array(t.Array(t.Number()))),
-    int8: t.Optional(t.Array(t.Array(t.Integer()))),
-    uint8: t.Optional(t.Array(t.Array(t.Integer()))),
-    binary: t.Optional(t.Array(t.Array(t.Integer()))),
-    ubinary: t.Optional(t.Array(t.Array(t.Integer()))),
+    int8: t.Optional(t.Array(t.Array(Integer()))),
+    uint8: t.Optional(t.Array(t.Array(Integer()))),
+    binary: t.Optional(t.Array(t.Array(Integer()))),
+    ubinary: t.Optional(t.Array(t.Array(Integer()))),
     base64: t.Optional(t.Array(t.String())),
   }),
   texts: t.Array(t.String()),
-  meta: t.Object({ api_version: t.Object({ version: t.String() }), billed_units: t.Object({ input_tokens: t.Integer() }) }),
+  meta: t.Object({ api_version: t.Object({ version: t.String() }), billed_units: t.Object({ input_tokens: Integer() }) }),
   response_type: t.Literal("embeddings_by_type"),
 });
 
@@ -423,7 +431,7 @@ export const CohereV1EmbedResponse = t.Union([
     id: t.String(),
     embeddings: t.Array(t.Array(t.Number())),
     texts: t.Array(t.String()),
-    meta: t.Object({ api_version: t.Object({ version: t.String() }), billed_units: t.Object({ input_tokens: t.Integer() }) }),
+    meta: t.Object({ api_version: t.Object({ version: t.String() }), billed_units: t.Object({ input_tokens: Integer() }) }),
     response_type: t.Literal("embeddings_floats"),
   }),
   CohereEmbedResponse,
