@@ -34,12 +34,16 @@ export function errorBody(message: string, type: string, param: string | null = 
   return { error: { message, type, param, code } };
 }
 
-/** Elysia's schema validation error: the first failing field, said plainly. */
-function validationMessage(err: { valueError?: { path: string; message: string; value?: unknown } }): { message: string; param: string | null } {
+/**
+ * Elysia's schema validation error: the first failing field, said plainly. A field whose schema defines its own
+ * `error` (what it accepts, e.g. for a union of shapes) is described by that, not by TypeBox's "expected union value".
+ */
+function validationMessage(err: { valueError?: { path: string; message: string; value?: unknown }; customError?: unknown }): { message: string; param: string | null } {
   const v = err.valueError;
   if (!v) return { message: "request body does not match the schema", param: null };
   const param = v.path.replace(/^\//, "").replace(/\//g, ".") || null;
   const where = param ? `\`${param}\`` : "body";
+  const what = typeof err.customError === "string" ? err.customError : `${where}: ${v.message.toLowerCase()}`;
   let got: string;
   try {
     const json = JSON.stringify(v.value);
@@ -47,7 +51,7 @@ function validationMessage(err: { valueError?: { path: string; message: string; 
   } catch {
     got = typeof v.value;
   }
-  return { message: `${where}: ${v.message.toLowerCase()} (got ${got})`, param };
+  return { message: `${what} (got ${got})`, param };
 }
 
 /** Maps anything thrown while serving a request to the one error shape. */

@@ -48,7 +48,7 @@ export const EmbeddingsRequest = t.Object(
       {
         description:
           "text, list of texts, or token ids (one list or a list of lists): OpenAI's cl100k_base ids, decoded, then tokenized by the model (default), or with --openai-token-ids model ids of the model's own vocabulary, fed as given; with modality image or audio, data: URIs (base64) or http(s) URLs",
-        error: "`input` must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
+        error: "`input` must be a string, an array of strings, or token ids (an array of integers or an array of integer arrays)",
       },
     ),
     model: ModelName,
@@ -266,7 +266,7 @@ const TeiInputs = t.Union(
   [t.String(), t.Array(t.String()), t.Array(Integer()), t.Array(t.Array(Integer()))],
   {
     description: "text, list of texts, or token ids of the model's own vocabulary (one list or a list of lists)",
-    error: "`inputs` must be a string, an array of strings, an array of token ids, or an array of token-id arrays",
+    error: "`inputs` must be a string, an array of strings, or token ids of the model's vocabulary (an array of integers or an array of integer arrays)",
   },
 );
 
@@ -353,7 +353,7 @@ export const TeiTokenizeResponse = t.Array(
 
 export const TeiDecodeRequest = t.Object(
   {
-    ids: t.Union([t.Array(Integer()), t.Array(t.Array(Integer()))], { error: "`ids` must be an array of token ids or an array of such arrays" }),
+    ids: t.Union([t.Array(Integer()), t.Array(t.Array(Integer()))], { error: "`ids` must be token ids: an array of integers or an array of integer arrays" }),
     model: ModelName,
     skip_special_tokens: t.Optional(t.Boolean({ error: "`skip_special_tokens` must be a boolean" })),
   },

@@ -1,6 +1,7 @@
-// JSON bodies are typed strictly on every API shape (OpenAI, Cohere v1/v2, Voyage, TEI, HF Inference): a number,
-// integer or boolean field sent as a string is a 400 in the one error shape naming the field, never coerced (a
-// token id "50" was embedded as id 50). What real clients send (dimensions 0 or null) stays accepted.
+// Request validation on every API shape (OpenAI, Cohere v1/v2, Voyage, TEI, HF Inference): a number, integer or
+// boolean field sent as a string is a 400 in the one error shape naming the field, never coerced (a token id "50"
+// was embedded as id 50), while what real clients send (dimensions 0 or null) stays accepted; and the messages of
+// fields that accept several shapes say which (not "expected union value").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, postJson, startTestServer } from "../helpers";
@@ -94,4 +95,26 @@ describe("what clients send stays accepted", () => {
     const voyage = await postJson(`${url}/rerank`, { query: "q", documents: ["a", "b"], top_k: 1 });
     expect(voyage.json.data).toHaveLength(1);
   });
+});
+
+describe("validation messages say what is accepted", () => {
+  const cases: Array<[string, string, unknown, string]> = [
+    ["OpenAI input a number", "/embeddings", { input: 5, model: "bge" }, "`input` must be a string, an array of strings, or token ids (an array of integers or an array of integer arrays) (got 5)"],
+    ["OpenAI input with a string token id", "/embeddings", { input: [[2, "50", 3]], model: "bge" }, "`input` must be a string, an array of strings, or token ids (an array of integers or an array of integer arrays) (got [[2,\"50\",3]])"],
+    ["OpenAI input missing", "/embeddings", { model: "bge" }, "`input` must be a string, an array of strings, or token ids (an array of integers or an array of integer arrays) (got nothing)"],
+    ["OpenAI dimensions a string", "/embeddings", { input: "a", model: "bge", dimensions: "8" }, "`dimensions` must be an integer (got \"8\")"],
+    ["TEI inputs an object", "/embed", { inputs: { a: 1 }, model: "bge" }, "`inputs` must be a string, an array of strings, or token ids of the model's vocabulary (an array of integers or an array of integer arrays) (TEI shape {inputs})"],
+    ["TEI decode ids with a float", "/decode", { ids: [1.5], model: "bge" }, "`ids` must be token ids: an array of integers or an array of integer arrays (got [1.5])"],
+    ["Infinity classify input a number", "/classify", { input: 3 }, "`input` must be a string or an array of strings (got 3)"],
+    ["Cohere v2 embed texts a string", "/v2/embed", { texts: "a", model: "bge" }, "`texts` must be an array of strings (got \"a\")"],
+    ["TEI predict a triple", "/predict", { inputs: [["a", "b", "c"]] }, "`inputs` must be a string, a pair of strings, or a list of [string] / [string, string] (got [[\"a\",\"b\",\"c\"]])"],
+    ["Cohere rerank document a number", "/rerank", { query: "q", documents: [1] }, "each document must be a string or an object with a `text` string (Cohere/Infinity shape {query, documents})"],
+  ];
+  for (const [name, path, body, message] of cases) {
+    test(name, async () => {
+      const r = await postJson(`${url}${path}`, body);
+      expect(r.status).toBe(400);
+      expect(r.json.error.message).toBe(message);
+    });
+  }
 });
