@@ -151,6 +151,16 @@ describe("documentation stays true", () => {
     }
   });
 
+  test("each README row begins with the option's --help text (backticks aside; the row may add detail after it)", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const plain = (s: string) => s.replace(/`/g, "").replace(/\\\|/g, "|");
+    for (const o of OPTIONS) {
+      const row = readme.split("\n").find((l) => l.startsWith(`| \`--${o.kind === "bool" ? "[no-]" : ""}${o.name}\``))!;
+      const description = plain(row.split(/(?<!\\)\|/).slice(5, -1).join("|").trim());
+      expect({ option: o.name, description: description.slice(0, plain(o.help).length) }).toEqual({ option: o.name, description: plain(o.help) });
+    }
+  });
+
   test("models.example.toml parses, names every file option, and yields its two models", () => {
     const text = readFileSync(join(ROOT, "models.example.toml"), "utf8");
     for (const o of OPTIONS.filter((o) => !o.cliOnly)) expect(text).toMatch(new RegExp(`^#? ?${o.name} = `, "m"));
