@@ -4,6 +4,8 @@
 // fields that accept several shapes say which (not "expected union value").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
+import { TransformKind } from "@sinclair/typebox";
+import * as schemas from "../../src/server/schemas";
 import { fixture, postJson, startTestServer } from "../helpers";
 
 let server: RunningServer;
@@ -35,6 +37,7 @@ describe("strings are not numbers", () => {
     ["OpenAI dimensions", "/embeddings", { input: "a", model: "bge", dimensions: "8" }, "dimensions"],
     ["OpenAI top_k (sparse pruning)", "/embeddings", { input: "a", model: "bge", top_k: "3" }, "top_k"],
     ["OpenAI threshold (sparse pruning)", "/embeddings", { input: "a", model: "bge", threshold: "0.5" }, "threshold"],
+    ["embed_sparse top_k", "/embed_sparse", { inputs: "a", top_k: "3" }, "top_k"],
     ["OpenAI under /models/{name}", "/models/bge/embeddings", { input: [2, "50"] }, "input"],
     ["TEI token ids", "/embed", { inputs: [2, "50", 3], model: "bge" }, "inputs"],
     ["TEI token-id lists", "/embed", { inputs: [[2, "50", 3]], model: "bge" }, "inputs"],
@@ -70,6 +73,17 @@ describe("strings are not booleans", () => {
     ["HF Inference normalize in parameters", "/models/bge", { inputs: "a", parameters: { normalize: "false" } }, "normalize"],
   ];
   for (const [name, path, body, param] of cases) test(`${name}: 400 naming \`${param}\``, () => expectBad(path, body, param));
+});
+
+test("no request schema converts values (Elysia's t.Integer, t.Numeric, t.BooleanString are transforms)", () => {
+  const transforms: string[] = [];
+  const walk = (node: unknown, path: string) => {
+    if (typeof node !== "object" || node === null) return;
+    if (TransformKind in node) transforms.push(path);
+    for (const [k, v] of Object.entries(node)) walk(v, `${path}.${k}`);
+  };
+  for (const [name, schema] of Object.entries(schemas)) walk(schema, name);
+  expect(transforms).toEqual([]);
 });
 
 describe("what clients send stays accepted", () => {
