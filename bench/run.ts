@@ -510,7 +510,9 @@ export async function startSystem(name: SystemName, modelDir: string, threads: n
     name === "naive"
       ? [process.execPath, join(REPO_ROOT, "bench", "naive-server.ts"), modelDir, String(port), String(threads)]
       : [process.execPath, join(serverRoot, "src", "cli.ts"), "v2", "--model-id", modelDir, "--host", "127.0.0.1", "--port", String(port),
-         "--num-threads", String(threads), "--log-level", "warn", ...serverArgs];
+         // A --num-threads among the server's flags (e.g. --instances 2 --num-threads 1) replaces the benchmark's.
+         ...(serverArgs.some((a) => a === "--num-threads" || a.startsWith("--num-threads=")) ? [] : ["--num-threads", String(threads)]),
+         "--log-level", "warn", ...serverArgs];
   const r = spawnLogged(cmd);
   r.url = `http://127.0.0.1:${port}`;
   await waitReady(r, 300);

@@ -34,6 +34,16 @@ describe("flags", () => {
     expect(() => build(["--model-id", "a/x", "--run-overhead-tokens", "-1"])).toThrow(/--run-overhead-tokens/);
   });
 
+  test("--instances: per model, env and file, 0 = calibrate (the default), negative is refused; --num-threads given is noted", () => {
+    expect(build(["--model-id", "a/x"]).models[0]!.instances).toBe(0);
+    const c = build(["--model-id", "a/x", "--model-id", "b/y", "--instances", "2", "--instances", "0", "--num-threads", "1", "--num-threads", "0"]);
+    expect(c.models.map((m) => [m.instances, m.numThreads, m.numThreadsSet])).toEqual([[2, 1, true], [0, 2, false]]);
+    expect(build(["--model-id", "a/x"], { INFINITY_INSTANCES: "3" }).models[0]!.instances).toBe(3);
+    const file = buildConfig({ flags: new Map(), env: {}, file: { models: [{ "model-id": "a/x", instances: 4 }] }, cpuCount: 2 });
+    expect(file.models[0]!.instances).toBe(4);
+    expect(() => build(["--model-id", "a/x", "--instances", "-1"])).toThrow(/--instances/);
+  });
+
   test("--inference-timeout: per model, 0 turns the hang check off, negative is refused", () => {
     const c = build(["--model-id", "a/x", "--model-id", "b/y", "--inference-timeout", "0", "--inference-timeout", "600"]);
     expect(c.models.map((m) => m.inferenceTimeoutSeconds)).toEqual([0, 600]);

@@ -110,7 +110,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
   lastError: string | null = null;
   private readonly queue: InputQueue<R, I>;
   private readonly input: BatchInput<I, T>;
-  private readonly runners: readonly Runner<R, T>[];
+  private runners: readonly Runner<R, T>[];
   /** Runners not running a batch now (all of them when idle). */
   private free: Runner<R, T>[];
   private consecutiveFailures = 0;
@@ -147,6 +147,16 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
   /** How many runners (session instances) this engine dispatches to. */
   get instances(): number {
     return this.runners.length;
+  }
+
+  /**
+   * Dispatches to n copies of its first runner (a session whose instance count changed at warm-up: the runner
+   * calls the session, which picks a free instance). Only while no batch runs.
+   */
+  setInstances(n: number): void {
+    if (this.running) throw new Error(`engine ${this.name}: instances change while a batch runs`);
+    this.runners = Array.from({ length: Math.max(1, n) }, () => this.runners[0]!);
+    this.free = [...this.runners];
   }
 
   get queued(): number {

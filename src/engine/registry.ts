@@ -75,6 +75,10 @@ interface Base {
   warmupTokensPerSecond: number;
   /** Where the text engine's run overhead came from: --run-overhead-tokens, warm-up timing, or the constant. */
   runOverheadSource: "flag" | "calibrated" | "default";
+  /** Where the session's instance count (and, when calibrated, its threads) came from. */
+  instancesSource: "flag" | "calibrated" | "default";
+  /** A new session of this model's file with another thread and instance setting (warm-up's calibration). */
+  newSession(numThreads: number, instances: number): Promise<ModelSession>;
   /** Resident memory the session took when created (weights, graph). */
   sessionBytes: number;
   /** Activation memory per padded token: measured by warm-up, at least the architecture's estimate. */
@@ -192,9 +196,17 @@ export function modelError(m: ServedModel): string | null {
   return null;
 }
 
-/** The inference worker of each session, for /health and /models. */
+/** The most single-threaded instances warm-up tries (each holds its own copy of the weights). */
+export const MAX_CALIBRATED_INSTANCES = 4;
+/**
+ * How much faster the instances must time to be kept: each holds another copy of the weights (bench model: ~110 MiB,
+ * 288 -> 430 MiB RSS for two), so a gain inside timing noise is not worth it.
+ */
+export const MIN_INSTANCES_GAIN = 1.1;
+
+/** The inference worker of each session instance, for /health and /models. */
 export function workersOf(m: ServedModel): Array<WorkerStatus & { threads: number }> {
-  return sessionsOf(m).map((s) => ({ ...s.status, threads: m.config.numThreads }));
+  return sessionsOf(m).flatMap((s) => s.instanceStatus.map((w) => ({ ...w, threads: s.settings.numThreads })));
 }
 
 /** The routes a task serves: a sparse encoder answers /embeddings (indices + values) and /embed_sparse. */
@@ -553,6 +565,7 @@ export class Registry {
       memory_mb: Math.round(m.memoryBytes / 1048576),
       warmup_tokens_per_s: m.warmupTokensPerSecond ? Math.round(m.warmupTokensPerSecond) : undefined,
       run_overhead_tokens: `${m.engine.batchLimits.runOverheadTokens} (${m.runOverheadSource})`,
+      instances: `${m.session.instances} x ${m.session.settings.numThreads} threads (${m.instancesSource})`,
     });
     return m;
   }
@@ -595,8 +608,12 @@ export class Registry {
     // PyLate's 1_Dense: onnxruntime projects every token vector in the worker, right after the model.
     const colbertDense = layout.task === "multivector" && layout.multivector?.densePath != null ? readDenseLayers(layout.dir, layout.dense) : [];
     const head = colbertDense.length ? colbertHead(onnxOutputNames(join(layout.dir, layout.onnxFile)), colbertDense) : undefined;
-    const session = await ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads: c.numThreads }, worker(c.servedModelName), head);
+    const newSession = (numThreads: number, instances: number) =>
+      ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads }, worker(c.servedModelName), head, instances);
+    const session = await newSession(c.numThreads, c.instances || 1);
     sessions.push(session);
+    // Every engine over this session dispatches to one runner per instance (the session picks a free instance).
+    const each = <X>(runner: X): X[] => Array.from({ length: session.instances }, () => runner);
     const mediaInput = layout.media ? (layout.media.modality === "image" ? IMAGE_INPUT : AUDIO_INPUT) : layout.colpali ? IMAGE_INPUT : null;
     const adapters = layout.taskAdapters;
     const unfed = session.inputNames.filter((n) => !isTextInput(n) && n !== mediaInput && !(n === TASK_ID_INPUT && adapters));
@@ -677,6 +694,8 @@ export class Registry {
       fullLogitsBytesPerToken: logitsBytes,
       warmupTokensPerSecond: 0,
       runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
+      instancesSource: (c.instances > 0 ? "flag" : "default") as ServedModel["instancesSource"],
+      newSession,
       encode: async (texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string; taskId?: number }) => {
         if (template && firsts) {
           // Decoder rerankers: each pair as one text inside the template's prompt.
@@ -694,7 +713,7 @@ export class Registry {
       quantizationRanges,
     };
     const batches = tokenBatches(padId, layout.paddingSide);
-    const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, sessionRunner(session, reader), batches, limits, this.metrics);
+    const engine = <R>(reader: TaskReader<R>) => new Engine<R>(key, each(sessionRunner(session, reader)), batches, limits, this.metrics);
     if (layout.media) {
       if (layout.task !== "embed") throw new ModelLoadError(`${layout.architecture} with ${layout.media.modality} inputs can only serve embeddings`);
       const media = layout.media;
@@ -723,13 +742,13 @@ export class Registry {
       const towerLimits = { ...limits, maxBatchTokens: c.batchSize };
       const tower: MediaTower = {
         modality: media.modality,
-        engine: new Engine(`${key}/${media.modality}`, towerRunner, featureBatches(shape), towerLimits, this.metrics),
+        engine: new Engine(`${key}/${media.modality}`, mediaSession ? towerRunner : each(towerRunner), featureBatches(shape), towerLimits, this.metrics),
         session: mediaSession,
         prepare: (files) => pool.process(mediaKey, files),
       };
       const bytes = sessionBytes();
       const tokens = `its text tower gives pooled ${media.modality === "image" ? "image-text" : "audio-text"} projections, not per-token states`;
-      return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, textRunner, tokenBatches(padId, layout.paddingSide, media.textLength), limits, this.metrics), media: tower, tokens };
+      return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, each(textRunner), tokenBatches(padId, layout.paddingSide, media.textLength), limits, this.metrics), media: tower, tokens };
     }
     if (layout.colpali) {
       if (!this.mediaPool) throw new ModelLoadError("ColPali models need the media worker pool");
@@ -751,11 +770,11 @@ export class Registry {
       const { runner: queries, oneImage } = await colpaliQueryRunner(session, output, shape, probeBatch);
       if (!oneImage) log.info("ColPali graph takes one pixel_values row per text row: queries are fed one zero image each", { model: key });
       // Each image costs its tokens in the model's token budget (and --batch-size bounds the images per batch).
-      const images = new Engine<MultiVector, Float32Array, FeatureBatch>(`${key}/image`, colpaliImageRunner(session, output, tokens.imageIds), colpaliImageBatches(shape, tokens.imageIds.length), limits, this.metrics);
+      const images = new Engine<MultiVector, Float32Array, FeatureBatch>(`${key}/image`, each(colpaliImageRunner(session, output, tokens.imageIds)), colpaliImageBatches(shape, tokens.imageIds.length), limits, this.metrics);
       const bytes = sessionBytes();
       return {
         ...base, memoryBytes: bytes, sessionBytes: bytes, task: "multivector", colbert: null,
-        engine: new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, queries, batches, limits, this.metrics),
+        engine: new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, each(queries), batches, limits, this.metrics),
         colpali: { layout: cp, tokens, images, prepare: (files) => pool.process(mediaKey, files) },
       };
     }
@@ -781,13 +800,13 @@ export class Registry {
         const dense = colbertDense;
         const tokens = colbertTokens(cfg, (t) => encoder.tokenId(t), encoder.singleSpecials, layout.tokenizerConfig);
         const runner = multiVectorRunner(session);
-        const mv = new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, runner, multiVectorBatches(padId), limits, this.metrics);
+        const mv = new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, each(runner), multiVectorBatches(padId), limits, this.metrics);
         return { ...measured, task: "multivector", engine: mv, colbert: { layout: cfg, tokens, dim: dense.length ? dense[dense.length - 1]!.outFeatures : null }, colpali: null };
       }
       case "hybrid": {
         const hybrid = { layout: layout.hybrid!, unused: unusedTokenIds(layout.tokenizerConfig, (t) => encoder.tokenId(t)) };
         const runner = hybridRunner(session, hybrid.layout, layout.pooling, hybrid.unused);
-        const engine = new Engine<HybridResult, HybridInput, HybridBatch>(key, runner, hybridBatches(padId, layout.paddingSide), limits, this.metrics);
+        const engine = new Engine<HybridResult, HybridInput, HybridBatch>(key, each(runner), hybridBatches(padId, layout.paddingSide), limits, this.metrics);
         return { ...measured, task: "hybrid", engine, hybrid };
       }
     }
@@ -845,6 +864,7 @@ export class Registry {
     }
     const seconds = (performance.now() - t0) / 1000;
     m.warmupTokensPerSecond = tokens / seconds;
+    if (m.config.instances === 0) await this.calibrateInstances(m, engine, encoded);
     if (m.config.runOverheadTokens === 0) {
       // Single-row runs at about 12, 32, 62 and 122 tokens (cut at the max length and the token budget: never a batch
       // past it, so the arena does not grow). Short rows only: the overhead decides whether short inputs batch, and
@@ -891,6 +911,63 @@ export class Registry {
     m.memoryBytes += arena;
     const padded = count * Math.max(...encoded.map((e) => e.ids.length));
     m.activationBytesPerToken = Math.max(m.activationBytesPerToken, arena / padded);
+  }
+
+  /**
+   * --instances 0 (the default): one session with all cores against single-threaded sessions, one per core (up to
+   * MAX_CALIBRATED_INSTANCES, the cores split evenly), each timed on the warm-up batch submitted 2 x instances times
+   * at once, alternating, the better of two rounds each; the instances stay when at least MIN_INSTANCES_GAIN times
+   * as fast (each holds its own weights), else the one session. Only on CPU, with --num-threads
+   * not given and 2 cores or more, and for models whose engines all run on the one session (no separate media
+   * tower, not ColPali); otherwise one instance.
+   */
+  private async calibrateInstances(m: ServedModel, engine: Engine<unknown, unknown, unknown>, encoded: readonly { ids: ArrayLike<number> }[]): Promise<void> {
+    const c = m.config;
+    if (c.numThreadsSet || m.provider !== "cpu" || c.numThreads < 2 || (m.task === "embed" && m.media) || (m.task === "multivector" && m.colpali)) return;
+    const n = Math.min(MAX_CALIBRATED_INSTANCES, c.numThreads);
+    const threads = Math.floor(c.numThreads / n);
+    const engines = enginesOf(m);
+    const tokens = encoded.reduce((s, e) => s + e.ids.length, 0);
+    let candidate: ModelSession;
+    try {
+      candidate = await m.newSession(threads, n);
+    } catch (e) {
+      log.warn("instances: the candidate sessions could not be created; keeping one", { model: m.name, error: (e as Error).message });
+      return;
+    }
+    const use = async (which: "one" | "candidate") => {
+      // A run's answer reaches its caller before the engine takes its runner back: wait for that.
+      await Promise.all(engines.map((e) => e.idle()));
+      const want = which === "candidate" ? n : 1;
+      if (m.session.instances !== want) m.session.exchange(candidate);
+      for (const e of engines) e.setInstances(want);
+    };
+    const time = async (): Promise<number> => {
+      const k = 2 * m.session.instances;
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: k }, () => engine.submit(encoded)));
+      return (k * tokens) / ((performance.now() - t0) / 1000);
+    };
+    let one = 0, many = 0;
+    try {
+      for (let round = 0; round < 2; round++) {
+        one = Math.max(one, await time());
+        await use("candidate");
+        many = Math.max(many, await time());
+        await use("one");
+      }
+      if (many >= one * MIN_INSTANCES_GAIN) await use("candidate");
+    } finally {
+      // The setting not kept: its workers end, and their memory goes back to the system.
+      await candidate.release();
+      returnFreedMemory();
+    }
+    m.instancesSource = "calibrated";
+    log.info("instances", {
+      model: m.name,
+      timed: `1 x ${c.numThreads} threads ${one.toFixed(0)} tokens/s, ${n} x ${threads} threads ${many.toFixed(0)} tokens/s`,
+      chosen: `${m.session.instances} x ${m.session.settings.numThreads} threads`,
+    });
   }
 
   /** Lowers a model's token budget so one batch's activations stay within its --memory-budget-mb. */

@@ -82,7 +82,7 @@ type Ok = InferenceReply & { ok: true };
 /** One worker and its outstanding calls. A worker that dies or hangs fails what it held and every later call. */
 class WorkerLink {
   private readonly worker: Worker;
-  private readonly pending = new Map<number, { resolve: (r: Ok) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> | null }>();
+  private readonly pendingCalls = new Map<number, { resolve: (r: Ok) => void; reject: (e: Error) => void; timer: ReturnType<typeof setTimeout> | null }>();
   private nextId = 1;
   private lost: WorkerFailed | null = null;
   private lastError = "";
@@ -93,9 +93,9 @@ class WorkerLink {
     (this.worker as unknown as { unref(): void }).unref();
     this.worker.onmessage = (event: MessageEvent<InferenceReply>) => {
       const r = event.data;
-      const p = this.pending.get(r.id);
+      const p = this.pendingCalls.get(r.id);
       if (!p) return;
-      this.pending.delete(r.id);
+      this.pendingCalls.delete(r.id);
       if (p.timer) clearTimeout(p.timer);
       if (r.ok) p.resolve(r);
       else p.reject(r.loadError ? new ModelLoadError(r.error) : new Error(r.error));
@@ -109,8 +109,9 @@ class WorkerLink {
     });
   }
 
-  get busy(): boolean {
-    return this.pending.size > 0;
+  /** Calls in flight. */
+  get pending(): number {
+    return this.pendingCalls.size;
   }
 
   call(msg: Request, timeoutMs: number): Promise<Ok> {
@@ -119,7 +120,7 @@ class WorkerLink {
       const id = this.nextId++;
       const timer = timeoutMs > 0 ? setTimeout(() => this.lose(`the inference worker gave no answer within ${timeoutMs / 1000} s (hung)`), timeoutMs) : null;
       (timer as { unref?: () => void } | null)?.unref?.();
-      this.pending.set(id, { resolve, reject, timer });
+      this.pendingCalls.set(id, { resolve, reject, timer });
       this.worker.postMessage({ ...msg, id } as InferenceRequest);
     });
   }
@@ -128,66 +129,49 @@ class WorkerLink {
   lose(reason: string, tellOwner = true): void {
     if (this.lost) return;
     this.lost = new WorkerFailed(reason);
-    for (const p of this.pending.values()) {
+    for (const p of this.pendingCalls.values()) {
       if (p.timer) clearTimeout(p.timer);
       p.reject(this.lost);
     }
-    this.pending.clear();
+    this.pendingCalls.clear();
     this.worker.terminate();
     if (tellOwner) this.onLost(reason);
   }
 }
 
-export class ModelSession {
-  provider = "";
-  /** Declared type and shape of every input (past_key_values tensors are built from them). */
-  inputSpecs: readonly InputSpec[] = [];
-  inputNames: readonly string[] = [];
-  outputNames: readonly string[] = [];
+/**
+ * One instance of a model's session: one inference worker holding its own onnxruntime session. It runs one batch at
+ * a time (onnxruntime-node runs synchronously on the worker's thread), and is replaced when its worker dies or hangs.
+ */
+class Instance {
   private link: WorkerLink;
   /** Settles when the current worker has its session (or failed to create it). */
-  private ready: Promise<void> = Promise.resolve();
-  private workerState: WorkerState = "starting";
-  private restarts = 0;
+  ready: Promise<void> = Promise.resolve();
+  state: WorkerState = "starting";
+  restarts = 0;
   /** Replacements in a row that failed to start: the backoff of retryLater. */
   private failedRetries = 0;
-  private lastFault: string | null = null;
-  private readonly injected: InjectedFault[] = [];
-  private readonly label: string;
-  private readonly timeoutMs: number;
+  lastFault: string | null = null;
 
-  private constructor(
-    private readonly path: string | Uint8Array,
-    private readonly settings: SessionSettings,
-    private readonly options: WorkerOptions,
-    private readonly head: SessionHead | undefined,
-  ) {
-    this.label = options.label ?? (typeof path === "string" ? path : "an in-memory graph");
-    this.timeoutMs = options.timeoutMs ?? 0;
+  constructor(public owner: ModelSession, readonly label: string) {
     this.link = this.spawn();
   }
 
-  /** `path`: the ONNX file, or the graph's bytes; `head`: a graph one output goes through after each run. */
-  static async create(path: string | Uint8Array, settings: SessionSettings, options: WorkerOptions = {}, head?: SessionHead): Promise<ModelSession> {
-    const s = new ModelSession(path, settings, options, head);
-    let created: CreatedSession;
+  /** Creates the first session; a failure ends the worker. */
+  async create(): Promise<CreatedSession> {
     try {
-      created = (await s.link.call({ type: "create", path, settings, head }, s.timeoutMs * CREATE_TIMEOUT_FACTOR)).created!;
+      const created = (await this.link.call(this.owner.createMessage(false), this.owner.timeoutMs * CREATE_TIMEOUT_FACTOR)).created!;
+      this.state = "ready";
+      return created;
     } catch (e) {
-      s.workerState = "released";
-      s.link.lose("the session could not be created", false);
-      throw e instanceof ModelLoadError ? e : new ModelLoadError(`onnxruntime could not load ${s.label}: ${(e as Error).message}`);
+      this.state = "released";
+      this.link.lose("the session could not be created", false);
+      throw e;
     }
-    if (created.fallbackReason !== null) {
-      log.warn(`execution provider for --device ${settings.device} unavailable; fell back to ${created.provider}`, { model: s.label, reason: created.fallbackReason });
-    }
-    s.provider = created.provider;
-    s.inputSpecs = created.inputs;
-    s.inputNames = created.inputs.map((i) => i.name);
-    s.outputNames = created.outputNames;
-    s.workerState = "ready";
-    return s;
   }
+
+  /** Runs given to this instance and not yet settled (counted from the moment one is given, before any await). */
+  running = 0;
 
   private spawn(): WorkerLink {
     const link: WorkerLink = new WorkerLink((reason) => {
@@ -199,26 +183,25 @@ export class ModelSession {
   /** A new worker with the same session; calls made meanwhile wait for it. */
   private replace(reason: string): void {
     // A worker lost while creating the first session fails create(); one lost while creating a replacement
-    // leaves the session "failed", and the next call tries once more, so a crash at load never loops.
-    if (this.workerState === "released" || this.workerState === "starting" || this.workerState === "restarting") return;
+    // leaves the instance "failed", and the next call tries once more, so a crash at load never loops.
+    if (this.state === "released" || this.state === "starting" || this.state === "restarting") return;
     this.restarts++;
     this.lastFault = reason;
-    this.workerState = "restarting";
+    this.state = "restarting";
     log.error("inference worker lost; starting a new one", { model: this.label, reason, restarts: this.restarts });
-    this.options.onFault?.(reason);
+    this.owner.onFault(reason);
     const link = this.spawn();
     this.link = link;
-    const create = { type: "create" as const, path: this.path, settings: this.settings, head: this.head, fault: this.injected.shift() };
-    this.ready = link.call(create, this.timeoutMs * CREATE_TIMEOUT_FACTOR).then(
+    this.ready = link.call(this.owner.createMessage(true), this.owner.timeoutMs * CREATE_TIMEOUT_FACTOR).then(
       () => {
-        if (this.link === link && this.workerState === "restarting") {
-          this.workerState = "ready";
+        if (this.link === link && this.state === "restarting") {
+          this.state = "ready";
           this.failedRetries = 0;
         }
       },
       (e) => {
-        if (this.link !== link || this.workerState === "released") return;
-        this.workerState = "failed";
+        if (this.link !== link || this.state === "released") return;
+        this.state = "failed";
         this.lastFault = `the replacement inference worker failed: ${(e as Error).message}`;
         log.error("replacement inference worker failed", { model: this.label, error: (e as Error).message });
         this.retryLater();
@@ -227,19 +210,130 @@ export class ModelSession {
   }
 
   /**
-   * A failed session tries again by itself (1 s, then doubling up to 30 s), so a model with no traffic (a readiness
+   * A failed instance tries again by itself (1 s, then doubling up to 30 s), so a model with no traffic (a readiness
    * probe took it out of the Service) still comes back; a call before that tries at once.
    */
   private retryLater(): void {
     const delay = Math.min(30_000, 1000 * 2 ** Math.min(5, this.failedRetries++));
     const timer = setTimeout(() => {
-      if (this.workerState === "failed") this.replace(this.lastFault ?? "the inference worker failed");
+      if (this.state === "failed") this.replace(this.lastFault ?? "the inference worker failed");
     }, delay);
     (timer as { unref?: () => void }).unref?.();
   }
 
   get status(): WorkerStatus {
-    return { state: this.workerState, restarts: this.restarts, lastFault: this.lastFault };
+    return { state: this.state, restarts: this.restarts, lastFault: this.lastFault };
+  }
+
+  async send(msg: Request): Promise<Ok> {
+    await this.ready;
+    if (this.state === "failed") {
+      this.replace(this.lastFault ?? "the inference worker failed");
+      await this.ready;
+    }
+    if (this.state === "released") throw new WorkerFailed(`model ${this.label} is shutting down`);
+    if (this.state !== "ready") throw new WorkerFailed(`model ${this.label} has no working inference worker: ${this.lastFault}`);
+    return this.link.call(this.owner.withFault(msg), this.owner.timeoutMs);
+  }
+
+  /** Ends the worker. A run still in flight (shutdown timeout reached) fails with WorkerFailed. */
+  async release(): Promise<void> {
+    if (this.state === "released") return;
+    this.state = "released";
+    const link = this.link;
+    if (link.pending === 0) await link.call({ type: "release" }, 5000).catch(() => {});
+    link.lose(`model ${this.label} is shutting down`, false);
+  }
+}
+
+/**
+ * A model's session: one or more instances (--instances), each in its own inference worker with its own
+ * onnxruntime session of `numThreads` intra-op threads, so up to that many batches run at once. Each run goes to a
+ * free instance. Several sessions in one worker would not run in parallel: onnxruntime-node runs a session
+ * synchronously on the thread that calls it.
+ */
+export class ModelSession {
+  provider = "";
+  /** Declared type and shape of every input (past_key_values tensors are built from them). */
+  inputSpecs: readonly InputSpec[] = [];
+  inputNames: readonly string[] = [];
+  outputNames: readonly string[] = [];
+  private members: Instance[];
+  private readonly injected: InjectedFault[] = [];
+  private readonly label: string;
+  readonly timeoutMs: number;
+
+  private constructor(
+    private readonly path: string | Uint8Array,
+    public settings: SessionSettings,
+    private readonly options: WorkerOptions,
+    private readonly head: SessionHead | undefined,
+    instances: number,
+  ) {
+    this.label = options.label ?? (typeof path === "string" ? path : "an in-memory graph");
+    this.timeoutMs = options.timeoutMs ?? 0;
+    const n = Math.max(1, Math.floor(instances));
+    this.members = Array.from({ length: n }, (_, i) => new Instance(this, n > 1 ? `${this.label}#${i + 1}` : this.label));
+  }
+
+  /**
+   * `path`: the ONNX file, or the graph's bytes; `head`: a graph one output goes through after each run;
+   * `instances`: sessions (each in its own worker) running batches in parallel.
+   */
+  static async create(path: string | Uint8Array, settings: SessionSettings, options: WorkerOptions = {}, head?: SessionHead, instances = 1): Promise<ModelSession> {
+    const s = new ModelSession(path, settings, options, head, instances);
+    let created: CreatedSession;
+    try {
+      // One after another: each instance reads the weights once more, and a failure stops at the first.
+      created = await s.members[0]!.create();
+      for (const m of s.members.slice(1)) await m.create();
+    } catch (e) {
+      await s.release();
+      throw e instanceof ModelLoadError ? e : new ModelLoadError(`onnxruntime could not load ${s.label}: ${(e as Error).message}`);
+    }
+    if (created.fallbackReason !== null) {
+      log.warn(`execution provider for --device ${settings.device} unavailable; fell back to ${created.provider}`, { model: s.label, reason: created.fallbackReason });
+    }
+    s.provider = created.provider;
+    s.inputSpecs = created.inputs;
+    s.inputNames = created.inputs.map((i) => i.name);
+    s.outputNames = created.outputNames;
+    return s;
+  }
+
+  /** The message that creates this session in a worker; a replacement's may carry an injected fault. */
+  createMessage(replacement: boolean): Request {
+    return { type: "create", path: this.path, settings: this.settings, head: this.head, fault: replacement ? this.injected.shift() : undefined };
+  }
+
+  /** A run message with the next injected fault, if any (test-only). */
+  withFault(msg: Request): Request {
+    return msg.type === "run" && this.injected.length ? { ...msg, fault: this.injected.shift() } : msg;
+  }
+
+  onFault(reason: string): void {
+    this.options.onFault?.(reason);
+  }
+
+  /** How many instances (workers) run this session's batches. */
+  get instances(): number {
+    return this.members.length;
+  }
+
+  /** The session's state: ready when every instance is; otherwise the first instance's that is not. */
+  get status(): WorkerStatus {
+    const down = this.members.find((m) => m.state !== "ready");
+    const faulted = this.members.filter((m) => m.lastFault !== null);
+    return {
+      state: down?.state ?? "ready",
+      restarts: this.members.reduce((s, m) => s + m.restarts, 0),
+      lastFault: (down ?? faulted[faulted.length - 1])?.lastFault ?? null,
+    };
+  }
+
+  /** Each instance's worker state. */
+  get instanceStatus(): WorkerStatus[] {
+    return this.members.map((m) => m.status);
   }
 
   hasInput(name: string): boolean {
@@ -265,6 +359,14 @@ export class ModelSession {
     return (await this.runOutputs(feeds, [outputName]))[0]!;
   }
 
+  /** The instance for the next run: a ready one with nothing in flight, else the one with the least in flight. */
+  private pick(): Instance {
+    let best = this.members[0]!;
+    const score = (m: Instance) => m.running * 2 + (m.state === "ready" ? 0 : 1);
+    for (const m of this.members) if (score(m) < score(best)) best = m;
+    return best;
+  }
+
   /**
    * Runs once and returns several outputs. A batch whose worker dies or hangs is run once more on the
    * replacement; when that fails too, the caller gets a WorkerFailed (503).
@@ -272,26 +374,33 @@ export class ModelSession {
   async runOutputs(feeds: Record<string, Feed>, outputNames: readonly string[]): Promise<OutputTensor[]> {
     const needed: Record<string, Feed> = {};
     for (const name of this.inputNames) if (feeds[name]) needed[name] = feeds[name]!;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const reply = await this.send({ type: "run", feeds: needed, outputNames: [...outputNames] });
-        return reply.outputs!;
-      } catch (e) {
-        if (!(e instanceof WorkerFailed) || attempt >= 1 || this.workerState === "released") throw e;
-        log.warn("retrying a batch on the replacement inference worker", { model: this.label });
+    const instance = this.pick();
+    instance.running++;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const reply = await instance.send({ type: "run", feeds: needed, outputNames: [...outputNames] });
+          return reply.outputs!;
+        } catch (e) {
+          if (!(e instanceof WorkerFailed) || attempt >= 1 || instance.state === "released") throw e;
+          log.warn("retrying a batch on the replacement inference worker", { model: instance.label });
+        }
       }
+    } finally {
+      instance.running--;
     }
   }
 
-  private async send(msg: Request): Promise<Ok> {
-    await this.ready;
-    if (this.workerState === "failed") {
-      this.replace(this.lastFault ?? "the inference worker failed");
-      await this.ready;
-    }
-    if (this.workerState === "released") throw new WorkerFailed(`model ${this.label} is shutting down`);
-    if (this.workerState !== "ready") throw new WorkerFailed(`model ${this.label} has no working inference worker: ${this.lastFault}`);
-    return this.link.call(msg.type === "run" && this.injected.length ? { ...msg, fault: this.injected.shift() } : msg, this.timeoutMs);
+  /**
+   * Trades instances (and their thread setting) with another session of the same model: warm-up times a
+   * candidate setting on the engines already built over this session, and keeps whichever was faster.
+   */
+  exchange(other: ModelSession): void {
+    if (other.path !== this.path || other.head !== this.head) throw new Error("exchange: sessions of different models");
+    [this.members, other.members] = [other.members, this.members];
+    [this.settings, other.settings] = [other.settings, this.settings];
+    for (const m of this.members) m.owner = this;
+    for (const m of other.members) m.owner = other;
   }
 
   /**
@@ -302,13 +411,9 @@ export class ModelSession {
     for (let i = 0; i < times; i++) this.injected.push(kind);
   }
 
-  /** Ends the worker. A run still in flight (shutdown timeout reached) fails with WorkerFailed. */
+  /** Ends the workers. A run still in flight (shutdown timeout reached) fails with WorkerFailed. */
   async release(): Promise<void> {
-    if (this.workerState === "released") return;
-    this.workerState = "released";
-    const link = this.link;
-    if (!link.busy) await link.call({ type: "release" }, 5000).catch(() => {});
-    link.lose(`model ${this.label} is shutting down`, false);
+    await Promise.all(this.members.map((m) => m.release()));
   }
 }
 

@@ -249,4 +249,22 @@ describe("Engine", () => {
     a.release();
     expect((await Promise.all(jobs)).map((x) => x.results[0])).toEqual([1, 2, 3, 4]);
   });
+
+  test("setInstances: the runner is dispatched to that many times at once; refused while a batch runs", async () => {
+    const r = recordingRunner();
+    const e = new Engine("m", r.runner, 0, { maxBatchSize: 1, maxBatchTokens: 1000, maxQueueSize: 100 });
+    e.start();
+    e.setInstances(3);
+    expect(e.instances).toBe(3);
+    r.hold();
+    const jobs = [1, 2, 3, 4].map((v) => e.submit([enc(v)]));
+    // Three batches in flight on the one runner (a session picking a free instance for each), the fourth queued.
+    expect(r.batches).toHaveLength(3);
+    expect(e.queued).toBe(1);
+    expect(() => e.setInstances(1)).toThrow(/while a batch runs/);
+    r.release();
+    expect((await Promise.all(jobs)).map((x) => x.results[0])).toEqual([1, 2, 3, 4]);
+    e.setInstances(1);
+    expect(e.instances).toBe(1);
+  });
 });

@@ -124,4 +124,23 @@ describe("ModelSession in an inference worker", () => {
     expect(await pending).toBeInstanceOf(WorkerFailed);
     expect(s.status.state).toBe("released");
   });
+
+  test("two instances: runs started in the same tick go to different workers, so one stuck run leaves the other answering", async () => {
+    const s = await ModelSession.create(MODEL, { device: "cpu", numThreads: 1 }, { timeoutMs: 0 }, undefined, 2);
+    let stuck: Promise<unknown> = Promise.resolve();
+    try {
+      expect(s.instances).toBe(2);
+      expect(s.instanceStatus).toEqual([{ state: "ready", restarts: 0, lastFault: null }, { state: "ready", restarts: 0, lastFault: null }]);
+      const name = s.outputNames[0]!;
+      const want = await s.run(batch(5), name);
+      s.injectFault("hang");
+      stuck = s.run(batch(5), name).catch((e) => e);
+      // No await in between: the second run must not be given to the instance the first one just took.
+      const free = await s.run(batch(5), name);
+      expect(Array.from(free.data)).toEqual(Array.from(want.data));
+    } finally {
+      await s.release();
+    }
+    expect(await stuck).toBeInstanceOf(WorkerFailed);
+  });
 });

@@ -37,6 +37,11 @@ function describe(e: ModelEntry) {
     // LLM rerankers whose export returns every position's full-vocabulary logits (no num_logits_to_keep input): what
     // one padded token adds to a batch's logits, which max_batch_tokens was cut for; null for every other model.
     full_logits_bytes_per_token: m?.fullLogitsBytesPerToken || null,
+    // Session instances (each an inference worker running its own batch) and each one's intra-op threads: from
+    // --instances / --num-threads, or timed at warm-up (calibrated), or one instance (default).
+    instances: m ? m.session.instances : e.config.instances || null,
+    intra_op_threads: m ? m.session.settings.numThreads : e.config.numThreads,
+    instances_source: m ? m.instancesSource : null,
     // Measured at the last load (kept while unloaded, so the memory budget can plan the next load).
     memory_bytes: e.memoryBytes,
     state: e.state,
@@ -45,7 +50,7 @@ function describe(e: ModelEntry) {
     last_used: e.lastUsed === null ? null : e.lastUsed / 1000,
     load_seconds: e.loadSeconds,
     error: e.error,
-    // One inference worker per session (a multimodal model's media tower has its own).
+    // One inference worker per session instance (a multimodal model's media tower has its own).
     inference_workers: m ? workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts, last_fault: w.lastFault, intra_op_threads: w.threads })) : [],
   };
 }
