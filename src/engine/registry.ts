@@ -20,7 +20,7 @@ import { onnxOutputNames } from "../model/onnx-graph";
 import { classifyReader } from "../tasks/classify";
 import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader } from "../tasks/embed";
 import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
-import { spladeReader, staticSparse, type SparseVector } from "../tasks/sparse";
+import { idfTable, specialTokenIds, spladeReader, staticSparse, type SparseVector } from "../tasks/sparse";
 import { readSafetensors } from "../model/safetensors";
 import {
   colbertHead, colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength,
@@ -124,26 +124,34 @@ export interface SparseQuery {
   encode(texts: string[]): Promise<{ vectors: SparseVector[]; tokens: number[] }>;
 }
 
-/** SparseStaticEmbedding: the query tokenizer (no special tokens, cut to its max length) and the weight table. */
+/**
+ * SparseStaticEmbedding (or the older layout's idf.json): the query tokenizer (no special tokens, cut to its max
+ * length) and the weight table.
+ */
 async function sparseQueryOf(layout: ModelLayout): Promise<SparseQuery | null> {
   const q = layout.sparse?.query;
   if (!q) return null;
-  const file = join(layout.dir, q.path, "model.safetensors");
-  let weight;
-  try {
-    weight = readSafetensors(file).get("weight");
-  } catch (e) {
-    throw new ModelLoadError(`the query module ${q.path} of this inference-free sparse model needs its weights in ${q.path}/model.safetensors: ${(e as Error).message}`);
-  }
-  if (!weight || weight.shape.length !== 1) throw new ModelLoadError(`${q.path}/model.safetensors has no 1-dimensional \`weight\` (the per-token query weights)`);
   const encoder = await Encoder.create(q.tokenizerJson, q.tokenizerConfig, q.maxLength);
-  const table = weight.data;
+  const table = q.idf ? idfTable(q.idf, (t) => encoder.tokenId(t)) : staticWeights(layout.dir, q.path);
   return {
     async encode(texts) {
       const ids = await Promise.all(texts.map(async (t) => (await encoder.tokens(t, false)).slice(0, q.maxLength).map((x) => x.id)));
       return { vectors: ids.map((x) => staticSparse(x, table)), tokens: ids.map((x) => x.length) };
     },
   };
+}
+
+/** A SparseStaticEmbedding module's per-token weights: its model.safetensors `weight`. */
+function staticWeights(dir: string, path: string): Float32Array {
+  const file = join(dir, path, "model.safetensors");
+  let weight;
+  try {
+    weight = readSafetensors(file).get("weight");
+  } catch (e) {
+    throw new ModelLoadError(`the query module ${path} of this inference-free sparse model needs its weights in ${path}/model.safetensors: ${(e as Error).message}`);
+  }
+  if (!weight || weight.shape.length !== 1) throw new ModelLoadError(`${path}/model.safetensors has no 1-dimensional \`weight\` (the per-token query weights)`);
+  return weight.data;
 }
 
 /** A bge-m3-style model's outputs and the token ids that never get a lexical weight. */
@@ -793,7 +801,11 @@ export class Registry {
       case "classify":
         return { ...measured, task: "classify", engine: engine(classifyReader) };
       case "sparse":
-        return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!)), sparseQuery: await sparseQueryOf(layout) };
+      {
+        // The older OpenSearch layout's documents leave out the special tokens, as its model card does.
+        const drop = layout.sparse!.dropSpecialTokens ? specialTokenIds(layout.tokenizerConfig, (t) => encoder.tokenId(t)) : new Set<number>();
+        return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!, drop)), sparseQuery: await sparseQueryOf(layout) };
+      }
       case "multivector": {
         const cfg = layout.multivector!;
         // PyLate's 1_Dense projects each token vector (the session's head); a Stanford-style graph projects inside.

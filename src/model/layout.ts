@@ -76,6 +76,11 @@ export interface SparseQueryLayout {
   tokenizerConfig: Record<string, unknown>;
   /** Content tokens a query keeps (the tokenizer's model_max_length, as transformers truncates). */
   maxLength: number;
+  /**
+   * The older OpenSearch layout: idf.json's weight per token string (an absent token weighs 0, as in the model
+   * card's lookup); null for a Router, whose weights are the query module's model.safetensors `weight`.
+   */
+  idf?: Record<string, number> | null;
 }
 
 /** SPLADE: weight of vocabulary entry v = pool over real tokens of activation(logit[t, v]) (SpladePooling). */
@@ -93,6 +98,8 @@ export interface SparseLayout {
   query: SparseQueryLayout | null;
   /** The encoding an input without input_type gets (the Router's default_route); document for plain SPLADE. */
   defaultKind: "query" | "document";
+  /** Documents leave out the tokenizer's special tokens (the older OpenSearch idf.json layout's model card does). */
+  dropSpecialTokens?: boolean;
 }
 export type Modality = "text" | "image" | "audio";
 
@@ -292,7 +299,7 @@ export function externalDataFiles(onnxFile: string, files: readonly string[]): s
 export const METADATA_FILES = [
   "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
   "sentence_bert_config.json", "config_sentence_transformers.json", "preprocessor_config.json", "artifact.metadata",
-  "processor_config.json",
+  "processor_config.json", "idf.json",
 ] as const;
 
 /**
@@ -423,9 +430,11 @@ export function sparseLayout(
   poolingOverride: PoolingMethod,
   architecture: string,
   routerConfig: Record<string, unknown> | null = null,
+  idf: Record<string, unknown> | null = null,
 ): SparseLayout | null {
   if (modules.some((m) => m.kind === "Router")) return routedSparseLayout(modules, moduleConfig, routerConfig);
   const splade = modules.find((m) => m.kind === "SpladePooling");
+  if (!splade && idf && architecture.endsWith("ForMaskedLM")) return idfSparseLayout(idf);
   if (!splade && modules.some((m) => m.kind === "SparseStaticEmbedding" || m.kind === "SparseAutoEncoder")) {
     throw new ModelLoadError("this SparseEncoder uses modules other than an MLM transformer + SpladePooling (a CSR SparseAutoEncoder, or a static embedding outside a query/document Router), which this server does not serve");
   }
@@ -441,6 +450,25 @@ export function sparseLayout(
     );
   }
   return null;
+}
+
+/**
+ * The older OpenSearch inference-free layout (doc-v1, doc-v2-distill, doc-v2-mini before sentence-transformers 6):
+ * a masked-LM export with idf.json (token -> query weight) and no Router. As the model cards' usage code does:
+ * queries weigh each distinct token by idf.json with no model run; documents take the max over real tokens of
+ * log(1 + relu(logit)) with the tokenizer's special tokens set to 0.
+ */
+function idfSparseLayout(idf: Record<string, unknown>): SparseLayout {
+  const weights: Record<string, number> = {};
+  for (const [token, w] of Object.entries(idf)) {
+    if (typeof w !== "number" || !Number.isFinite(w)) throw new ModelLoadError(`idf.json must map each token to a number; "${token}" has ${JSON.stringify(w)}`);
+    weights[token] = w;
+  }
+  return {
+    poolingStrategy: "max", activation: "relu", source: "idf.json (OpenSearch inference-free layout)",
+    query: { path: ".", tokenizerJson: null, tokenizerConfig: {}, maxLength: 0, idf: weights },
+    defaultKind: "document", dropSpecialTokens: true,
+  };
 }
 
 /** A SpladePooling module's settings from its config.json. */
@@ -804,7 +832,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const poolingConfig = readJson(dir, join(poolingPath, "config.json"));
   const normalize = modules.some((m) => m.kind === "Normalize");
   const sparse = sparseLayout(modules, (p) => readJson(dir, join(p, "config.json")), poolingOverride,
-    Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "", readJson(dir, "router_config.json"));
+    Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "", readJson(dir, "router_config.json"),
+    files.includes("idf.json") ? readJson(dir, "idf.json") : null);
   if (sparse?.query) {
     // The query module's tokenizer (SparseStaticEmbedding saves its own), read here so the registry does no file I/O.
     const q = sparse.query;

@@ -22,7 +22,8 @@ export const SPARSE_CODEC: Codec<SparseVector> = {
 /** The output a SPLADE export names its MLM logits by (optimum fill-mask, Qdrant, sentence-transformers). */
 export const SPARSE_OUTPUTS = ["logits", "token_embeddings", "output"] as const;
 
-export function spladeReader(cfg: SparseLayout): TaskReader<SparseVector> {
+/** `drop`: token ids whose weight is always 0 (the older OpenSearch layout's special tokens). */
+export function spladeReader(cfg: SparseLayout, drop: ReadonlySet<number> = new Set()): TaskReader<SparseVector> {
   return {
     outputName(names) {
       const found = SPARSE_OUTPUTS.find((n) => names.includes(n));
@@ -32,14 +33,14 @@ export function spladeReader(cfg: SparseLayout): TaskReader<SparseVector> {
     read(out: OutputTensor, lengths) {
       if (out.dims.length !== 3) throw new Error(`SPLADE expects logits [batch, tokens, vocab], got [${out.dims.join(", ")}]`);
       const rows: SparseVector[] = new Array(lengths.length);
-      for (let b = 0; b < lengths.length; b++) rows[b] = spladeRow(out.data, out.dims, b, lengths[b]!, cfg);
+      for (let b = 0; b < lengths.length; b++) rows[b] = spladeRow(out.data, out.dims, b, lengths[b]!, cfg, drop);
       return rows;
     },
   };
 }
 
 /** Pools row b's first `length` tokens: max or sum of log(1 + relu(logit)) per vocabulary entry. */
-export function spladeRow(logits: Float32Array, dims: readonly number[], b: number, length: number, cfg: SparseLayout): SparseVector {
+export function spladeRow(logits: Float32Array, dims: readonly number[], b: number, length: number, cfg: SparseLayout, drop: ReadonlySet<number> = new Set()): SparseVector {
   const seq = dims[1]!;
   const vocab = dims[2]!;
   const weights = new Float32Array(vocab);
@@ -56,6 +57,7 @@ export function spladeRow(logits: Float32Array, dims: readonly number[], b: numb
       else if (w > weights[v]!) weights[v] = w;
     }
   }
+  for (const id of drop) if (id >= 0 && id < vocab) weights[id] = 0;
   return nonZeros(weights);
 }
 
@@ -87,6 +89,33 @@ export function staticSparse(ids: ArrayLike<number>, weights: Float32Array): Spa
   }
   const indices = Int32Array.from([...seen].sort((a, b) => a - b));
   return { indices, values: Float32Array.from(indices, (i) => weights[i]!) };
+}
+
+/** idf.json's weights (token string -> weight) as a table by token id; tokens the tokenizer lacks are left out. */
+export function idfTable(idf: Record<string, number>, tokenId: (token: string) => number | undefined): Float32Array {
+  const ids: [number, number][] = [];
+  let size = 0;
+  for (const [token, w] of Object.entries(idf)) {
+    const id = tokenId(token);
+    if (id === undefined) continue;
+    ids.push([id, w]);
+    if (id >= size) size = id + 1;
+  }
+  const table = new Float32Array(size);
+  for (const [id, w] of ids) table[id] = w;
+  return table;
+}
+
+/** Ids of the tokenizer's special tokens (transformers' special_tokens_map: cls, sep, pad, unk, mask, bos, eos). */
+export function specialTokenIds(tokenizerConfig: Record<string, unknown>, tokenId: (token: string) => number | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const key of ["cls_token", "sep_token", "pad_token", "unk_token", "mask_token", "bos_token", "eos_token"]) {
+    const t = tokenizerConfig[key];
+    const text = typeof t === "string" ? t : t && typeof t === "object" && typeof (t as { content?: unknown }).content === "string" ? (t as { content: string }).content : undefined;
+    const id = text === undefined ? undefined : tokenId(text);
+    if (id !== undefined) out.add(id);
+  }
+  return out;
 }
 
 export type SparseKind = "query" | "document";

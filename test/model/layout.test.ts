@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, copyFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, copyFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isTextInput } from "../../src/model/session";
@@ -304,5 +304,33 @@ describe("inference-free sparse encoders (sentence-transformers Router)", () => 
     expect(layout.task).toBe("sparse");
     expect(layout.sparse?.query?.maxLength).toBe(48);
     expect(layout.sparse?.query?.tokenizerJson).toBeTruthy();
+  });
+});
+
+describe("inference-free sparse encoders, older OpenSearch layout (idf.json, no Router)", () => {
+  test("a masked-LM with idf.json: queries by idf.json, documents max log(1 + relu) without special tokens", () => {
+    const l = sparseLayout([], () => null, "auto", "DistilBertForMaskedLM", null, { hello: 2.5, world: 0 })!;
+    expect(l).toMatchObject({ poolingStrategy: "max", activation: "relu", defaultKind: "document", dropSpecialTokens: true });
+    expect(l.query?.idf).toEqual({ hello: 2.5, world: 0 });
+    expect(() => sparseLayout([], () => null, "auto", "BertForMaskedLM", null, { hello: "x" })).toThrow(/idf.json must map each token to a number; "hello"/);
+  });
+
+  test("without idf.json a masked-LM is refused as before; idf.json beside a non-MLM or a SpladePooling module changes nothing", () => {
+    expect(() => sparseLayout([], () => null, "auto", "BertForMaskedLM", null, null)).toThrow(/masked language model.*--pooling-method splade/);
+    expect(sparseLayout([], () => null, "auto", "BertModel", null, { a: 1 })).toBeNull();
+    const st6 = readModules([{ path: "", type: "sentence_transformers.sparse_encoder.models.MLMTransformer" }, { path: "1_SpladePooling", type: "sentence_transformers.sparse_encoder.models.SpladePooling" }]);
+    expect(sparseLayout(st6, () => null, "auto", "BertForMaskedLM", null, { a: 1 })).toMatchObject({ query: null, source: "1_SpladePooling/config.json" });
+  });
+
+  test("the fixture folder reads as sparse with its idf table and tokenizer; the same folder without idf.json is refused", () => {
+    const dir = fixture("opensearch-sparse-idf");
+    const layout = readLayout(dir, listFolder(dir), "auto", "auto");
+    expect(layout.task).toBe("sparse");
+    expect(layout.sparse?.query?.maxLength).toBe(48);
+    expect(Object.keys(layout.sparse?.query?.idf ?? {}).length).toBeGreaterThan(1000);
+    const bare = mkdtempSync(join(tmpdir(), "idf-less-"));
+    mkdirSync(join(bare, "onnx"));
+    for (const f of ["config.json", "tokenizer.json", "tokenizer_config.json", "onnx/model.onnx"]) copyFileSync(join(dir, f), join(bare, f));
+    expect(() => readLayout(bare, listFolder(bare), "auto", "auto")).toThrow(/masked language model/);
   });
 });

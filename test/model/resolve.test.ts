@@ -114,6 +114,8 @@ describe("local folders and settings", () => {
     // the root has none (protectai/deberta-v3-base-prompt-injection-v2's self-contained export folder).
     const st = ["config.json", "tokenizer.json", "modules.json", "2_Dense/config.json", "2_Dense/model.safetensors", "2_Dense/pytorch_model.bin", "onnx/model.onnx"];
     expect(filesToFetch(st, "auto").sort()).toEqual(["2_Dense/config.json", "2_Dense/model.safetensors", "config.json", "modules.json", "onnx/model.onnx", "tokenizer.json"]);
+    // The older OpenSearch inference-free layout's query weights.
+    expect(filesToFetch(["config.json", "idf.json", "tokenizer.json", "onnx/model.onnx"], "auto").sort()).toEqual(["config.json", "idf.json", "onnx/model.onnx", "tokenizer.json"]);
     const inside = ["README.md", "model.safetensors", "onnx/config.json", "onnx/tokenizer.json", "onnx/tokenizer_config.json", "onnx/model.onnx"];
     expect(filesToFetch(inside, "auto").sort()).toEqual(["onnx/config.json", "onnx/model.onnx", "onnx/tokenizer.json", "onnx/tokenizer_config.json"]);
     expect(() => filesToFetch(["config.json", "model.safetensors"], "auto", "org/m")).toThrow(/org\/m has no ONNX export.*optimum-cli export onnx --model org\/m m-onnx/);
