@@ -759,6 +759,16 @@ export function hybridLayout(outputNames: readonly string[], files: readonly str
   };
 }
 
+/**
+ * A bge-m3 encoder without a pooling config (Xenova/bge-m3 ships config.json, tokenizer and onnx/ only): BAAI/bge-m3's
+ * XLMRobertaModel with 8194 positions (8192 tokens + the padding offset), and no Jina task adapters (jina-embeddings-v3
+ * shares the encoder shape and mean-pools). Models built on bge-m3 (e.g. Snowflake arctic-embed-l-v2.0) pool CLS too.
+ */
+export function looksLikeBgeM3(config: Record<string, unknown>): boolean {
+  const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
+  return arch === "XLMRobertaModel" && config.max_position_embeddings === 8194 && config.lora_adaptations === undefined;
+}
+
 export function taskOf(config: Record<string, unknown>): { task: Task; labels: string[] } {
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? "") : "";
   if (arch.endsWith("ForCausalLM")) return { task: "rerank", labels: [] };
@@ -867,6 +877,13 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     if (fromFile) {
       pooling = fromFile;
       poolingSource = `${poolingPath}/config.json`;
+    } else if (task === "embed" && looksLikeBgeM3(config)) {
+      pooling = "cls";
+      poolingSource = "bge-m3 (XLMRobertaModel, 8194 positions): CLS";
+      warnings.push(
+        "no 1_Pooling/config.json: an XLMRobertaModel with 8194 positions is taken for bge-m3 (Xenova/bge-m3 and other " +
+          "encoder-only exports), whose dense vector is the CLS state: using CLS pooling; pass --pooling-method to choose",
+      );
     } else {
       pooling = "mean";
       poolingSource = "default (no pooling config found)";

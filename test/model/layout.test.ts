@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, mkdirSync, copyFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, copyFileSync, cpSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isTextInput } from "../../src/model/session";
-import { chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, multiVectorLayout, onnxFilesFor, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, multiVectorLayout, onnxFilesFor, looksLikeBgeM3, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
 import { readDenseLayers } from "../../src/model/dense";
 import { denseHead } from "../../src/engine/registry";
 import { applyDense } from "../../src/tasks/embed";
@@ -332,5 +332,31 @@ describe("inference-free sparse encoders, older OpenSearch layout (idf.json, no 
     mkdirSync(join(bare, "onnx"));
     for (const f of ["config.json", "tokenizer.json", "tokenizer_config.json", "onnx/model.onnx"]) copyFileSync(join(dir, f), join(bare, f));
     expect(() => readLayout(bare, listFolder(bare), "auto", "auto")).toThrow(/masked language model/);
+  });
+});
+
+describe("bge-m3 without a pooling config (Xenova/bge-m3)", () => {
+  test("an XLMRobertaModel with 8194 positions pools CLS, with a warning that says why; other encoders keep mean", () => {
+    const dir = mkdtempSync(join(tmpdir(), "bge-m3-8194-"));
+    cpSync(fixture("bge-m3-xenova"), dir, { recursive: true });
+    const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ ...config, max_position_embeddings: 8194 }));
+    const m3 = readLayout(dir, listFolder(dir), "auto", "auto");
+    expect(m3.pooling).toBe("cls");
+    expect(m3.poolingSource).toMatch(/bge-m3/);
+    expect(m3.warnings.join("\n")).toMatch(/taken for bge-m3.*CLS pooling/);
+    expect(readLayout(dir, listFolder(dir), "auto", "mean").pooling).toBe("mean");
+    // The committed fixture's tiny config (130 positions) is not taken for bge-m3: mean, as before.
+    const tiny = readLayout(fixture("bge-m3-xenova"), listFolder(fixture("bge-m3-xenova")), "auto", "auto");
+    expect(tiny.pooling).toBe("mean");
+    expect(tiny.warnings.join("\n")).toMatch(/using mean pooling/);
+  });
+
+  test("jina-embeddings-v3 (task adapters), multilingual-e5 (514 positions) and other architectures are not bge-m3", () => {
+    const m3 = { architectures: ["XLMRobertaModel"], max_position_embeddings: 8194 };
+    expect(looksLikeBgeM3(m3)).toBe(true);
+    expect(looksLikeBgeM3({ ...m3, lora_adaptations: ["retrieval.query"] })).toBe(false);
+    expect(looksLikeBgeM3({ ...m3, max_position_embeddings: 514 })).toBe(false);
+    expect(looksLikeBgeM3({ ...m3, architectures: ["XLMRobertaForSequenceClassification"] })).toBe(false);
   });
 });

@@ -2,7 +2,7 @@
 // the generator's plain-torch reference of FlagEmbedding's algorithm (test/fixtures/generate/bgem3.py), in both
 // layouts (aapot/bge-m3-onnx: heads in the graph; Xenova/bge-m3: last_hidden_state only), batched and alone.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
@@ -19,6 +19,7 @@ let ref: { cases: Case[]; query: Case; rerank_dense_cosine: number[]; unused_tok
 let server: RunningServer;
 let url: string;
 let baai: string;
+let xenova: string;
 
 beforeAll(async () => {
   ref = await reference("bge-m3");
@@ -28,9 +29,14 @@ beforeAll(async () => {
   baai = join(tmp, "bge-m3-baai");
   cpSync(fixture("bge-m3-xenova"), baai, { recursive: true });
   for (const f of ["sparse_linear.pt", "colbert_linear.pt"]) writeFileSync(join(baai, f), "not a pickle");
+  // Xenova/bge-m3's config.json as published: 8194 positions (the tiny fixture's graph has 130; no input reaches them).
+  xenova = join(tmp, "bge-m3-xenova-8194");
+  cpSync(fixture("bge-m3-xenova"), xenova, { recursive: true });
+  const config = JSON.parse(readFileSync(join(xenova, "config.json"), "utf8"));
+  writeFileSync(join(xenova, "config.json"), JSON.stringify({ ...config, max_position_embeddings: 8194 }));
   server = await startTestServer({
-    "model-id": [fixture("bge-m3-onnx"), fixture("bge-m3-xenova"), baai],
-    "pooling-method": ["auto", "cls", "auto"],
+    "model-id": [fixture("bge-m3-onnx"), fixture("bge-m3-xenova"), baai, xenova],
+    "pooling-method": ["auto", "cls", "auto", "auto"],
     "batch-size": "4",
     // The 15 reference texts hold 516 vectors after CLS: one request of them passes, two of them do not.
     "max-vectors-per-request": "600",
@@ -173,6 +179,16 @@ describe("encoder-only layouts", () => {
     const sparse = await postJson(`${url}/embeddings`, { model: "bge-m3-xenova", input: "x", output: "sparse" });
     expect(sparse.status).toBe(400);
     expect(sparse.json.error.message).toMatch(/gives dense vectors only/);
+  });
+
+  test("Xenova/bge-m3 layout without --pooling-method: taken for bge-m3 (XLMRobertaModel, 8194 positions), CLS + normalise", async () => {
+    const { status, json } = await postJson(`${url}/embeddings`, { model: "bge-m3-xenova-8194", input: ref.cases.map((c) => c.text) });
+    expect(status).toBe(200);
+    ref.cases.forEach((c, i) => expect(maxAbsDiff(json.data[i].embedding, c.dense)).toBeLessThanOrEqual(1e-4));
+    const one = await postJson(`${url}/embeddings`, { model: "bge-m3-xenova-8194", input: ref.cases[5]!.text });
+    expect(maxAbsDiff(one.json.data[0].embedding, ref.cases[5]!.dense)).toBeLessThanOrEqual(1e-4);
+    const models = await (await fetch(`${url}/models`)).json();
+    expect(models.data.find((m: { id: string }) => m.id === "bge-m3-xenova-8194").pooling).toBe("cls");
   });
 
   test("BAAI layout (pickled heads beside the export): CLS dense without flags; sparse and multi-vector refused with the reason", async () => {
