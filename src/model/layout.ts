@@ -299,7 +299,7 @@ export function externalDataFiles(onnxFile: string, files: readonly string[]): s
 export const METADATA_FILES = [
   "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
   "sentence_bert_config.json", "config_sentence_transformers.json", "preprocessor_config.json", "artifact.metadata",
-  "processor_config.json", "idf.json",
+  "processor_config.json", "idf.json", "router_config.json",
 ] as const;
 
 /**

@@ -77,6 +77,9 @@ export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId
     // Pooling / Normalize / Dense module configs of sentence-transformers live in numbered folders; Dense
     // weights are applied by the server when the export stops at the token embeddings.
     if (/^\d+_[^/]+\/config\.json$/.test(f) || /^[^/]+\/sentence_bert_config\.json$/.test(f) || /^\d+_Dense[^/]*\/model\.safetensors$/.test(f)) wanted.add(f);
+    // A sentence-transformers Router's modules sit in <route>_<n>_<Module>/ folders: their configs and tokenizers,
+    // and a SparseStaticEmbedding's weights (inference-free sparse queries); the MLM's weights stay on the hub.
+    if (/^[a-z]+_\d+_[^/]+\/(config|tokenizer|tokenizer_config|special_tokens_map)\.json$/.test(f) || /^[a-z]+_\d+_SparseStaticEmbedding\/model\.safetensors$/.test(f)) wanted.add(f);
   }
   for (const file of onnxFilesFor(repoFiles, dtype, modelId)) {
     wanted.add(file);

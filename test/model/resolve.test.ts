@@ -1,11 +1,12 @@
 // Hub resolution against a fake hub on loopback (HF_ENDPOINT): download into the huggingface_hub cache layout,
 // revision, token, offline mode, and clear errors. Local folders are used as they are.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { filesToFetch, hubSettingsFromEnv, listFolder, progressLine, resolveModel, type HubSettings } from "../../src/model/resolve";
 import { ModelLoadError } from "../../src/errors";
+import { readLayout } from "../../src/model/layout";
 import { fixture } from "../helpers";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
@@ -121,5 +122,28 @@ describe("local folders and settings", () => {
     expect(() => filesToFetch(["config.json", "model.safetensors"], "auto", "org/m")).toThrow(/org\/m has no ONNX export.*optimum-cli export onnx --model org\/m m-onnx/);
     expect(filesToFetch(["config.json", "artifact.metadata", "vespa_colbert.onnx"], "auto").sort()).toEqual(["artifact.metadata", "config.json", "vespa_colbert.onnx"]);
     expect(progressLine("m/f", 50, 100)).toContain("50%");
+  });
+
+  test("the inference-free sparse layouts: the files fetched read as the whole folder does", () => {
+    for (const name of ["opensearch-sparse", "opensearch-sparse-idf"]) {
+      const dir = fixture(name);
+      const files = listFolder(dir);
+      const fetched = filesToFetch(files, "auto");
+      if (name === "opensearch-sparse") {
+        expect(fetched).toContain("router_config.json");
+        expect(fetched).toContain("query_0_SparseStaticEmbedding/model.safetensors");
+        expect(fetched).toContain("document_1_SpladePooling/config.json");
+        expect(fetched).not.toContain("document_0_MLMTransformer/model.safetensors");
+      }
+      const copy = mkdtempSync(join(tmpdir(), `${name}-fetched-`));
+      for (const f of fetched) {
+        mkdirSync(dirname(join(copy, f)), { recursive: true });
+        copyFileSync(join(dir, f), join(copy, f));
+      }
+      const whole = readLayout(dir, files, "auto", "auto");
+      const got = readLayout(copy, listFolder(copy), "auto", "auto");
+      expect(got.task).toBe("sparse");
+      expect({ ...got.sparse, query: { ...got.sparse!.query } }).toEqual({ ...whole.sparse, query: { ...whole.sparse!.query } });
+    }
   });
 });
