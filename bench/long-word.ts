@@ -10,20 +10,12 @@ import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../src/tokenize/encode";
 import { cutPolicy } from "../src/tokenize/prefix";
+import { letters } from "./workload";
 
 const SHARED = join(import.meta.dir, "..", "..", "shared", "tokenizers");
 const FILES = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
 const N = Number(process.argv[2] ?? 1_000_000);
 
-function letters(n: number, alphabet: string, seed: number): string {
-  const out: string[] = new Array(n);
-  let x = seed;
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) & 0x7fffffff;
-    out[i] = alphabet[x % alphabet.length]!;
-  }
-  return out.join("");
-}
 function cjk(n: number): string {
   const out: string[] = new Array(n);
   for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));

@@ -12,6 +12,7 @@ import { Encoder, type Encoded } from "../../src/tokenize/encode";
 import { cutPolicy, wordPrefixWindow } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
 import { FIXTURES, REFERENCE, ROOT } from "../helpers";
+import { letters } from "../../bench/workload";
 
 interface FuzzReference {
   tokenizers_version: string;
@@ -194,15 +195,6 @@ describe.skipIf(!existsSync(SHARED))("long texts, real published tokenizers", ()
 
 // Long words (no space anywhere): BPE and Unigram texts are cut inside the word where prefixes ending in a window
 // agree (src/tokenize/prefix.ts, InWordPolicy), against the whole text through the binding, truncated by the library.
-function letters(n: number, alphabet: string, seed: number): string {
-  const out: string[] = new Array(n);
-  let x = seed;
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) & 0x7fffffff;
-    out[i] = alphabet[x % alphabet.length]!;
-  }
-  return out.join("");
-}
 const LONG_WORDS: Record<string, string> = {
   "one letter": "a".repeat(60_000),
   "ASCII letters": letters(60_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
