@@ -8,6 +8,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fixture, fixtureBytes, postJson, startTestServer } from "../helpers";
 
+/** A loopback file server answering every request with `png` after `delayMs`: requests fetching from it hold their
+ * model with its engine idle meanwhile. */
+function slowImages(png: Uint8Array<ArrayBuffer>, delayMs: number) {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch() {
+      await Bun.sleep(delayMs);
+      return new Response(png, { headers: { "content-type": "image/png" } });
+    },
+  });
+}
+
 async function models(url: string, headers: Record<string, string> = {}): Promise<Record<string, any>> {
   const body = (await (await fetch(`${url}/models`, { headers })).json()) as { data: any[] };
   return Object.fromEntries(body.data.map((m) => [m.id, m]));
@@ -180,14 +193,7 @@ describe("models on demand", () => {
     const png = await fixtureBytes("media/landscape.png");
     // Each image arrives 1.5 s after it is asked for: the requests hold clip with its engine idle, longer than its
     // --idle-unload-seconds and the eviction grace, before they queue anything.
-    const files = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      async fetch() {
-        await Bun.sleep(1500);
-        return new Response(png, { headers: { "content-type": "image/png" } });
-      },
-    });
+    const files = slowImages(png, 1500);
     const s = await startTestServer({ "model-id": fixture("clip"), load: "on-demand", "idle-unload-seconds": "1" });
     try {
       const image = `http://127.0.0.1:${files.port}/landscape.png`;
@@ -216,14 +222,7 @@ describe("models on demand", () => {
 
   test("eviction pressure while a request holds its model: the other load gets 503, the request its answer", async () => {
     const png = await fixtureBytes("media/landscape.png");
-    const files = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      async fetch() {
-        await Bun.sleep(1500);
-        return new Response(png, { headers: { "content-type": "image/png" } });
-      },
-    });
+    const files = slowImages(png, 1500);
     const s = await startTestServer({
       "model-id": [fixture("clip"), fixture("bert-mean-norm")],
       "served-model-name": ["clip", "text"],
