@@ -107,6 +107,12 @@ export function prng(seed: number, stream: number): () => number {
   return next;
 }
 
+/** Uniform floats in [0, 1) from `prng` (the benchmark scripts' synthetic inputs). */
+export function uniform(seed: number, stream = 0): () => number {
+  const next = prng(seed, stream);
+  return () => next() / 2 ** 32;
+}
+
 /** Fills `out` (exactly t.length bytes) with tensor `index` of the manifest for this seed. */
 export function fillTensor(t: TensorSpec, index: number, rule: FillRule, seed: number, out: Uint8Array): void {
   if (out.byteLength !== t.length) throw new Error(`fillTensor: buffer is ${out.byteLength} bytes, ${t.name} needs ${t.length}`);

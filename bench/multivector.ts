@@ -14,7 +14,7 @@
 import * as ort from "onnxruntime-node";
 import { join, resolve } from "node:path";
 import { benchSession } from "./limit";
-import { ensureBenchModel } from "./model";
+import { ensureBenchModel, uniform } from "./model";
 import { readMultiVector as ownRead, type MultiVector } from "../src/tasks/multivector";
 import { denseGraph } from "../src/model/dense-graph";
 import { sessionOptions } from "../src/model/onnx";
@@ -37,8 +37,7 @@ const src = process.argv.indexOf("--src") > 0 ? resolve(process.argv[process.arg
 const other = src ? await import(`${src}/tasks/multivector.ts`) : null;
 const jsProjection = other !== null && !("colbertHead" in other);
 
-let seed = 7;
-const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+const rand = uniform(7);
 
 const dir = ensureBenchModel({ log: (m) => console.error(m) });
 const session = await benchSession(join(dir, "onnx", "model.onnx"), threads);

@@ -13,6 +13,7 @@ import type { MultiVector } from "../src/tasks/multivector";
 import { applyDense, l2normalize } from "../src/tasks/embed";
 import { denseGraph } from "../src/model/dense-graph";
 import { sessionOptions } from "../src/model/onnx";
+import { uniform } from "./model";
 
 const arg = (name: string, d: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -30,8 +31,7 @@ const threads = Number(arg("threads", "1"));
 const mod = await import(`${src}/tasks/multivector.ts`);
 const jsProjection = !("colbertHead" in mod);
 
-let seed = 7;
-const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+const rand = uniform(7);
 // Hidden states in a transformer's range, ~90% of positions kept (a punctuation skiplist), PyLate's bias-free
 // identity 384 -> 128 Dense.
 const states = Float32Array.from({ length: docs * tokens * hidden }, () => (rand() - 0.5) * 4);
