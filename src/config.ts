@@ -190,7 +190,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "largest request body accepted (413 past it)" },
   { name: "max-inputs-per-request", kind: "int", perModel: false, default: 2048, help: "most inputs in one request" },
   { name: "max-vectors-per-request", kind: "int", perModel: false, default: 65536,
-    help: "most token vectors one request may return: /embeddings with a multi-vector model (ColBERT, ColPali, bge-m3's `multi_vector` output) and TEI's /embed_all, counted before it runs (413 past it; 65536 vectors of 128 floats are 32 MiB as float32); /rerank with these models returns no vectors and is not bounded by it" },
+    help: "most token vectors one request may return: /embeddings with a multi-vector model (ColBERT, ColPali, bge-m3's `multi_vector` output) and TEI's /embed_all, counted before it runs (413 past it; 65536 vectors of 128 floats are 32 MiB as float32); /rerank with these models holds at most this many document vectors at once: it computes and scores the documents in chunks of that many vectors (a document more than this is a chunk alone), so any request it accepts is answered" },
   { name: "openai-token-ids", kind: "enum", perModel: false, default: "cl100k", choices: OPENAI_TOKEN_IDS,
     help: "what integer inputs on /embeddings (OpenAI shape) are: cl100k = OpenAI's cl100k_base token ids (what OpenAI clients such as LangChain's OpenAIEmbeddings send), decoded to text and tokenized by the model; model = ids of the model's own vocabulary, fed as given (as TEI's /embed)" },
   { name: "max-input-chars", kind: "int", perModel: false, default: 1_000_000,

@@ -9,7 +9,7 @@ import { checkHybridOutputs, hybridCodec, hybridKeyMark, type HybridOutput, type
 import { mediaFiles } from "./media-inputs";
 import { labelScores, type LabelScore } from "../tasks/classify";
 import { finishEmbedding, inputPrompt, type PromptRequest } from "../tasks/embed";
-import { colbertInput, maxSim, MULTIVECTOR_CODEC, type InputType, type MultiVector } from "../tasks/multivector";
+import { colbertInput, documentChunks, maxSim, MULTIVECTOR_CODEC, type InputType, type MultiVector } from "../tasks/multivector";
 import { sparseDot, sparseKind, SPARSE_CODEC, type SparseVector } from "../tasks/sparse";
 import type { QuantizationRanges } from "../tasks/quantize";
 import { rankResults, type RerankItem } from "../tasks/rerank";
@@ -560,15 +560,25 @@ export async function similarityScores(model: SimilarityModel, query: string, do
     return { scores: vectors.map((v) => sparseDot(q.vectors[0]!, v)), report: { ...d, usage: usageOfCounts([q.usage.prompt_tokens, d.usage.prompt_tokens]) } };
   }
   if (model.task === "multivector" && model.colpali) {
-    // ColPali: the query as a query, the documents as images; both runs at once.
+    // ColPali: the query as a query, the documents as images, fetched at once (their bytes are bounded by
+    // --media-max-bytes) and then preprocessed, run and scored a chunk at a time.
     const cp = { ...model, colpali: model.colpali };
-    const [q, d] = await Promise.all([
+    const [q, files] = await Promise.all([
       colpaliEmbed(ctx, cp, "text", [query], { name: "query", single: true }, signal, null),
-      colpaliEmbed(ctx, cp, "image", docs, { name: field, single: false }, signal, null),
+      mediaFiles(docs, "image", ctx, signal, field),
     ]);
-    const results = [...q.results, ...d.results];
-    const report = { usage: usageOfCounts([...q.tokens, ...d.tokens]), queueMs: Math.max(q.queueMs, d.queueMs), inferenceMs: q.inferenceMs + d.inferenceMs, truncated: [], hits: 0 };
-    return { scores: each(results, maxSim), report };
+    const scores: number[] = [];
+    const tokens = [...q.tokens];
+    let queueMs = q.queueMs;
+    let inferenceMs = q.inferenceMs;
+    for (const [a, b] of documentChunks(files.length, cp.colpali.tokens.imageIds.length, ctx.config.maxVectorsPerRequest)) {
+      const d = await colpaliImages(cp, files.slice(a, b), signal);
+      for (const m of d.results) scores.push(maxSim(q.results[0]!, m));
+      tokens.push(...d.tokens);
+      queueMs += d.queueMs;
+      inferenceMs += d.inferenceMs;
+    }
+    return { scores, report: { usage: usageOfCounts(tokens), queueMs, inferenceMs, truncated: [], hits: 0 } };
   }
   const suffix = (kind: InputType) => (model.task === "sparse" ? ":sparse" : model.task === "multivector" ? `:multivector-${kind}` : "");
   const q = embedInputs(ctx, model, { texts: [query] }, { name: "query", single: true }, { inputType: "query" }, suffix("query"));
@@ -585,15 +595,55 @@ export async function similarityScores(model: SimilarityModel, query: string, do
     scores: each(out.results, score),
     report: { ...out.report, truncated: out.report.truncated.filter((i) => i > 0).map((i) => i - 1) },
   });
-  if (model.task === "multivector") {
-    const submit = multiVectorSubmit(model, (i) => (i === 0 ? "query" : "document"), Number.POSITIVE_INFINITY, field);
-    return finish(await cachedRun(ctx, model, keys, MULTIVECTOR_CODEC, encode, TRUNCATE_RIGHT, inputField, signal, submit), maxSim);
-  }
+  if (model.task === "multivector") return multiVectorScores(ctx, model, q, d, inputField, signal);
   if (model.task === "sparse") return finish(await cachedRun(ctx, model, keys, SPARSE_CODEC, encode, TRUNCATE_RIGHT, inputField, signal), sparseDot);
   // bge-m3: dense cosine, as FlagEmbedding's default dense score.
   const submit = model.task === "hybrid" ? hybridDense(model) : undefined;
   const out = await cachedRun(ctx, model, keys, VECTOR_CODEC, encode, TRUNCATE_RIGHT, inputField, signal, submit);
   return finish({ ...out, results: out.results.map((v) => finishEmbedding(v, undefined)) }, dot);
+}
+
+type EmbedInputs = ReturnType<typeof embedInputs>;
+
+/**
+ * MaxSim of a ColBERT query against each document. The documents are computed (or read from the result cache) and
+ * scored a chunk at a time, each chunk at most --max-vectors-per-request vectors (documentChunks), so the vectors held
+ * at once stay bounded whatever the request's size; the query runs beside the first chunk.
+ */
+async function multiVectorScores(ctx: ServerContext, model: MultiVectorModel, q: EmbedInputs, d: EmbedInputs, field: InputField, signal: AbortSignal): Promise<{ scores: number[]; report: JobReport }> {
+  const submitAs = (kind: InputType) => multiVectorSubmit(model, () => kind, Number.POSITIVE_INFINITY, field.name);
+  const run = (e: EmbedInputs, keys: string[], offset: number, f: InputField, kind: InputType) =>
+    cachedRun(ctx, model, keys, MULTIVECTOR_CODEC, (indices, o) => e.encode(indices.map((i) => i + offset), o), TRUNCATE_RIGHT, f, signal, submitAs(kind));
+  // A ColBERT document has at most document_length vectors (fewer after the skiplist).
+  const perDocument = model.colbert?.layout.documentLength ?? model.layout.maxLength;
+  const queryRun = run(q, q.keys, 0, { name: "query", single: true }, "query");
+  let query: MultiVector | undefined;
+  const scores: number[] = [];
+  const report: JobReport = { usage: usageOfCounts([]), queueMs: 0, inferenceMs: 0, truncated: [], hits: 0 };
+  const add = (r: JobReport, queueMs: number) => {
+    report.usage = usageOfCounts([report.usage.prompt_tokens, r.usage.prompt_tokens]);
+    report.queueMs += queueMs;
+    report.inferenceMs += r.inferenceMs;
+    report.hits += r.hits;
+  };
+  for (const [a, b] of documentChunks(d.keys.length, perDocument, ctx.config.maxVectorsPerRequest)) {
+    const chunk = run(d, d.keys.slice(a, b), a, field, "document");
+    let out: Awaited<typeof chunk>;
+    if (query === undefined) {
+      // The query runs beside the first chunk: its queue time overlaps that chunk's.
+      const [qOut, first] = await Promise.all([queryRun, chunk]);
+      query = qOut.results[0]!;
+      add(qOut.report, 0);
+      add(first.report, Math.max(qOut.report.queueMs, first.report.queueMs));
+      out = first;
+    } else {
+      out = await chunk;
+      add(out.report, out.report.queueMs);
+    }
+    for (const i of out.report.truncated) report.truncated.push(i + a);
+    for (const m of out.results) scores.push(maxSim(query, m));
+  }
+  return { scores, report };
 }
 
 function dot(a: Float32Array, b: Float32Array): number {
@@ -607,6 +657,13 @@ export function checkVectorCount(vectors: number, maxVectors: number, param: str
   if (vectors > maxVectors) {
     throw new TooManyVectors(`this request would return ${vectors} token vectors; at most ${maxVectors} are returned per request (--max-vectors-per-request): send fewer or shorter inputs`, param);
   }
+}
+
+/** ColPali vectors of image files: preprocessed in the media workers, then run; tokens: each image's tokens. */
+async function colpaliImages(model: ColPaliServed, files: Uint8Array[], signal: AbortSignal) {
+  const cp = model.colpali;
+  const out = await cp.images.submit(await cp.prepare(files), signal);
+  return { ...out, tokens: files.map(() => cp.tokens.imageIds.length) };
 }
 
 export type ColPaliServed = Extract<ServedModel, { task: "multivector" }> & { colpali: ColPaliModel };
@@ -630,8 +687,7 @@ export async function colpaliEmbed(
     const files = await mediaFiles(input, "image", ctx, signal, field.name);
     const perImage = cp.tokens.imageIds.length;
     if (maxVectors !== null) checkVectorCount(files.length * perImage, maxVectors, field.name);
-    const out = await cp.images.submit(await cp.prepare(files), signal);
-    return { ...out, tokens: files.map(() => perImage) };
+    return colpaliImages(model, files, signal);
   }
   if (Array.isArray(input) && input.some((x) => typeof x !== "string")) {
     throw new InvalidInput(`\`${field.name}\` of a ColPali model must be text (queries) or, with modality "image", images`, field.name);

@@ -213,3 +213,14 @@ export function maxSim(q: MultiVector, d: MultiVector): number {
   }
   return total;
 }
+
+/**
+ * How a rerank's documents are cut so that no chunk holds more than maxVectors vectors: [start, end) ranges of at
+ * most floor(maxVectors / perDocument) documents (perDocument: the most vectors one document can have), at least one.
+ */
+export function documentChunks(count: number, perDocument: number, maxVectors: number): Array<[number, number]> {
+  const size = Math.max(1, Math.floor(maxVectors / Math.max(1, perDocument)));
+  const chunks: Array<[number, number]> = [];
+  for (let a = 0; a < count; a += size) chunks.push([a, Math.min(count, a + size)]);
+  return chunks;
+}

@@ -69,6 +69,45 @@ describe("errors", () => {
     expect(ok.status).toBe(200);
   });
 
+  test("/rerank past --max-vectors-per-request: scored in chunks of at most 300 document vectors, every score right", async () => {
+    // 12 copies of the 15 reference documents: 180 documents, 3,528 vectors (document_length 40: 7 per chunk), 12x
+    // the bound. The engine's submissions are watched: no more than 300 document vectors are ever in flight.
+    const name = "colbert-pylate";
+    const ref = refs[name]!;
+    const copies = 12;
+    const docs = Array.from({ length: copies }, () => ref.documents.map((d) => d.text)).flat();
+    const model = server.ctx.registry.list().find((m) => m.name === name)!;
+    const engine = model.engine as unknown as { submit: (inputs: { keep: Uint8Array }[], s: AbortSignal) => Promise<unknown> };
+    const original = engine.submit.bind(engine);
+    let inFlight = 0;
+    let most = 0;
+    let submissions = 0;
+    engine.submit = async (inputs, s) => {
+      const vectors = inputs.reduce((n, x) => n + x.keep.reduce((k, v) => k + v, 0), 0);
+      submissions++;
+      inFlight += vectors;
+      most = Math.max(most, inFlight);
+      try {
+        return await original(inputs, s);
+      } finally {
+        inFlight -= vectors;
+      }
+    };
+    try {
+      const { status, json } = await postJson(`${url}/rerank`, { model: name, query: ref.queries[1]!.text, documents: docs, raw_scores: true });
+      expect(status).toBe(200);
+      expect(json.results.length).toBe(docs.length);
+      for (const r of json.results) expect(Math.abs(r.relevance_score - ref.maxsim[1]![r.index % ref.documents.length]!)).toBeLessThanOrEqual(1e-3);
+      // The query's 32 vectors run beside the first chunk.
+      expect(most).toBeLessThanOrEqual(300 + ref.queries[1]!.embeddings.length);
+      expect(submissions).toBeGreaterThan(copies);
+      const real = ref.documents.reduce((s, d) => s + d.attention_mask.filter((m) => m === 1).length, 0);
+      expect(json.usage.total_tokens).toBe(real * copies + ref.queries[1]!.attention_mask.filter((m) => m === 1).length);
+    } finally {
+      engine.submit = original;
+    }
+  });
+
   test("bad input_type, dimensions and token ids answer 400", async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ input: "x", input_type: "clustering" }, /input_type for a multi-vector model must be query or document/],

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { colbertHead, colbertInput, colbertTokens, maxSim, readMultiVector, multiVectorTokenizeLength } from "../../src/tasks/multivector";
+import { colbertHead, colbertInput, colbertTokens, documentChunks, maxSim, readMultiVector, multiVectorTokenizeLength } from "../../src/tasks/multivector";
 import type { MultiVectorLayout } from "../../src/model/layout";
 import { createOrtSession, runOnce } from "../../src/model/onnx";
 
@@ -60,5 +60,16 @@ describe("reading and scoring", () => {
     expect(Array.from(m.data)).toEqual([8 / Math.hypot(8, 3), 3 / Math.hypot(8, 3), 1, 0].map(Math.fround));
     const q = { data: Float32Array.from([1, 0, 0, 1]), rows: 2, dim: 2 };
     expect(maxSim(q, m)).toBeCloseTo(1 + 3 / Math.hypot(8, 3), 6);
+  });
+});
+
+describe("documentChunks (/rerank's bound on document vectors held at once)", () => {
+  test("chunks of floor(maxVectors / perDocument) documents cover every document once, in order", () => {
+    expect(documentChunks(10, 40, 300)).toEqual([[0, 7], [7, 10]]);
+    expect(documentChunks(7, 40, 280)).toEqual([[0, 7]]);
+    expect(documentChunks(0, 40, 300)).toEqual([]);
+  });
+  test("a document larger than the bound is a chunk of its own", () => {
+    expect(documentChunks(3, 1024, 300)).toEqual([[0, 1], [1, 2], [2, 3]]);
   });
 });
