@@ -33,6 +33,8 @@ export interface ModelConfig {
   idleUnloadSeconds: number;
   /** A local file of int8/uint8 calibration ranges (per-dimension min and max), or null: calibration-free scale. */
   quantizationRanges: string | null;
+  /** Weight of an inference-free sparse model's query token absent from idf.json: 0 (model cards) or 1 (OpenSearch). */
+  idfMissingWeight: number;
 }
 
 export type LoadPolicy = "startup" | "on-demand";
@@ -173,6 +175,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "unload the model after this many seconds without requests (its sessions and inference workers are freed); the next request loads it again" },
   { name: "quantization-ranges", kind: "string", perModel: true, repeatable: true, default: null, defaultLabel: "none",
     help: "int8/uint8 calibration of an embedding model: a local file with the per-dimension min and max of calibration embeddings (JSON {\"min\": [...], \"max\": [...]} or a .npy of shape (2, dim)); int8/uint8 then follow sentence-transformers' quantize_embeddings with those ranges instead of the per-vector scale; checked at load" },
+  { name: "idf-missing-weight", kind: "enum", perModel: true, repeatable: true, default: "0", choices: ["0", "1"],
+    help: "weight of a query token absent from idf.json (inference-free sparse models in the older OpenSearch layout): 0 as the model cards' usage code, 1 as OpenSearch's in-cluster neural_sparse query (ml-commons' sparse tokenizer and neural-search's analyzer); refused at load for a model without idf.json" },
   // Server options.
   { name: "host", kind: "string", perModel: false, default: "0.0.0.0", help: "address to listen on" },
   { name: "port", kind: "int", perModel: false, default: 7997, help: "port to listen on" },
@@ -400,6 +404,7 @@ export function buildConfig(src: Sources): ServerConfig {
   const load = perModel("load");
   const idleUnload = perModel("idle-unload-seconds");
   const ranges = perModel("quantization-ranges");
+  const idfMissing = perModel("idf-missing-weight");
 
   const modelConfigs: ModelConfig[] = modelIds.map((modelId, i) => {
     if (!modelId.trim()) throw new ConfigError(`model #${i + 1}: empty model id`);
@@ -430,6 +435,7 @@ export function buildConfig(src: Sources): ServerConfig {
       load: load[i] as LoadPolicy,
       idleUnloadSeconds: idleUnload[i] as number,
       quantizationRanges: (ranges[i] as string | null) || null,
+      idfMissingWeight: Number(idfMissing[i]),
     };
   });
   const seen = new Set<string>();

@@ -128,11 +128,11 @@ export interface SparseQuery {
  * SparseStaticEmbedding (or the older layout's idf.json): the query tokenizer (no special tokens, cut to its max
  * length) and the weight table.
  */
-async function sparseQueryOf(layout: ModelLayout): Promise<SparseQuery | null> {
+async function sparseQueryOf(layout: ModelLayout, idfMissingWeight: number): Promise<SparseQuery | null> {
   const q = layout.sparse?.query;
   if (!q) return null;
   const encoder = await Encoder.create(q.tokenizerJson, q.tokenizerConfig, q.maxLength);
-  const table = q.idf ? idfTable(q.idf, (t) => encoder.tokenId(t)) : staticWeights(layout.dir, q.path);
+  const table = q.idf ? idfTable(q.idf, (t) => encoder.tokenId(t), encoder.vocabSize, idfMissingWeight) : staticWeights(layout.dir, q.path);
   return {
     async encode(texts) {
       const ids = await Promise.all(texts.map(async (t) => (await encoder.tokens(t, false)).slice(0, q.maxLength).map((x) => x.id)));
@@ -602,6 +602,9 @@ export class Registry {
   /** Sessions, tokenizer and engines of one model; every session created is pushed to `sessions`. */
   private async assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string, sessions: ModelSession[]): Promise<ServedModel> {
     for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
+    if (c.idfMissingWeight !== 0 && !layout.sparse?.query?.idf) {
+      throw new ModelLoadError(`--idf-missing-weight ${c.idfMissingWeight} applies to inference-free sparse models with an idf.json (the older OpenSearch layout); this model has none`);
+    }
     // Read before any session exists: a bad file fails the load at once.
     if (c.quantizationRanges && layout.task !== "embed" && layout.task !== "hybrid") {
       throw new ModelLoadError(`--quantization-ranges applies to dense embedding models; this is a ${layout.task} model`);
@@ -804,7 +807,7 @@ export class Registry {
       {
         // The older OpenSearch layout's documents leave out the special tokens, as its model card does.
         const drop = layout.sparse!.dropSpecialTokens ? specialTokenIds(layout.tokenizerConfig, (t) => encoder.tokenId(t)) : new Set<number>();
-        return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!, drop)), sparseQuery: await sparseQueryOf(layout) };
+        return { ...measured, task: "sparse", engine: engine(spladeReader(layout.sparse!, drop)), sparseQuery: await sparseQueryOf(layout, c.idfMissingWeight) };
       }
       case "multivector": {
         const cfg = layout.multivector!;

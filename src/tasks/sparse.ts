@@ -91,18 +91,17 @@ export function staticSparse(ids: ArrayLike<number>, weights: Float32Array): Spa
   return { indices, values: Float32Array.from(indices, (i) => weights[i]!) };
 }
 
-/** idf.json's weights (token string -> weight) as a table by token id; tokens the tokenizer lacks are left out. */
-export function idfTable(idf: Record<string, number>, tokenId: (token: string) => number | undefined): Float32Array {
-  const ids: [number, number][] = [];
-  let size = 0;
+/**
+ * idf.json's weights (token string -> weight) as a table by token id over the whole vocabulary; tokens the tokenizer
+ * lacks are left out, and every token idf.json does not name weighs `missing` (0 as the model cards' usage code, 1
+ * as OpenSearch's in-cluster query).
+ */
+export function idfTable(idf: Record<string, number>, tokenId: (token: string) => number | undefined, vocabSize: number, missing: number): Float32Array {
+  const table = new Float32Array(vocabSize).fill(missing);
   for (const [token, w] of Object.entries(idf)) {
     const id = tokenId(token);
-    if (id === undefined) continue;
-    ids.push([id, w]);
-    if (id >= size) size = id + 1;
+    if (id !== undefined && id < vocabSize) table[id] = w;
   }
-  const table = new Float32Array(size);
-  for (const [id, w] of ids) table[id] = w;
   return table;
 }
 
