@@ -732,7 +732,7 @@ export class Registry {
       const inputName = image ? IMAGE_INPUT : AUDIO_INPUT;
       const shape = image ? imageInputShape(media) : audioInputShape(media);
       const mediaReader = image ? imageReader : audioReader;
-      const textReader = projectionReader(["text_embeds", "pooler_output"]);
+      const textReader = projectionReader(["text_embeds", "text_embeddings", "pooler_output"]);
       let mediaSession: ModelSession | null = null;
       let textRunner: Runner<Float32Array>;
       let towerRunner;

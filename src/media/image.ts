@@ -1,15 +1,20 @@
 // Image preprocessing for CLIP/SigLIP-style vision towers, as transformers' image processors (PIL backend) do it
 // after decoding (image-decode.ts): resize of the shortest edge with PIL's resampling filters, center crop, rescale,
-// normalise, CHW float32. The resampler is a port of PIL's separable, antialiased 8-bit resampler, so the pixels
-// equal what transformers feeds the model (sharp's own resize and transformers.js's affine resize differ on
-// downscaling). Knows nothing of requests: bad input raises MediaError with a message for the client.
-import { InvalidMedia as MediaError } from "../errors";
+// normalise, CHW float32. jina-clip's JinaCLIPImageProcessor runs open_clip's eval transform instead (torchvision on
+// PIL images), read from its own keys by jinaClipConfig: the same steps with torchvision's rounding. The resampler is
+// a port of PIL's separable, antialiased 8-bit resampler, so the pixels equal what transformers feeds the model
+// (sharp's own resize and transformers.js's affine resize differ on downscaling). Knows nothing of requests: bad
+// input raises MediaError with a message for the client.
+import { InvalidMedia as MediaError, ModelLoadError } from "../errors";
 
 /** The parts of preprocessor_config.json an image processor reads. */
 export interface ImageConfig {
   doResize: boolean;
-  /** Resize target: shortest edge (CLIP) or an exact height/width (SigLIP). */
-  size: { shortestEdge: number } | { height: number; width: number };
+  /**
+   * Resize target: shortest edge (CLIP), an exact height/width (SigLIP), or the longest edge with the aspect kept
+   * (open_clip's ResizeKeepRatio(longest=1), rounding half to even), padded to the crop with `fill`.
+   */
+  size: { shortestEdge: number } | { height: number; width: number } | { longestEdge: number };
   /** PIL resample code: 0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming. */
   resample: number;
   doCenterCrop: boolean;
@@ -20,13 +25,23 @@ export interface ImageConfig {
   mean: [number, number, number];
   std: [number, number, number];
   doConvertRgb: boolean;
+  /**
+   * Center-crop offsets: transformers' floor((size - crop) / 2), or torchvision's CenterCrop int(round(...)) (half to
+   * even), which is one pixel further when size - crop is 3 mod 4. A smaller side is padded: (crop - size) // 2 before.
+   */
+  cropRounding: "floor" | "half-even";
+  /** Pixel value (0-255, every channel) of the padding around a smaller image, before rescale and normalise. */
+  fill: number;
+  /** Rescale as torchvision's ToTensor (float32 v / 255) instead of transformers' float32(v * rescale_factor). */
+  divideBy255: boolean;
 }
 
 const triple = (v: unknown, fallback: number): [number, number, number] =>
   Array.isArray(v) && v.length === 3 ? [Number(v[0]), Number(v[1]), Number(v[2])] : typeof v === "number" ? [v, v, v] : [fallback, fallback, fallback];
 
-/** Reads preprocessor_config.json (CLIPImageProcessor, SiglipImageProcessor and kin). */
+/** Reads preprocessor_config.json (CLIPImageProcessor, SiglipImageProcessor and kin; JinaCLIPImageProcessor). */
 export function imageConfigFrom(pre: Record<string, unknown>, modelImageSize: number | null): ImageConfig {
+  if (pre.image_processor_type === "JinaCLIPImageProcessor" || pre.resize_mode !== undefined) return jinaClipConfig(pre);
   const size = (pre.size ?? {}) as Record<string, number>;
   const fallback = modelImageSize ?? 224;
   const resizeTo: ImageConfig["size"] =
@@ -50,6 +65,55 @@ export function imageConfigFrom(pre: Record<string, unknown>, modelImageSize: nu
     mean: triple(pre.image_mean, 0.5),
     std: triple(pre.image_std, 0.5),
     doConvertRgb: pre.do_convert_rgb !== false,
+    cropRounding: "floor",
+    fill: 0,
+    divideBy255: false,
+  };
+}
+
+// open_clip's OPENAI_DATASET_MEAN / _STD, JinaCLIPImageProcessor's defaults.
+const OPENAI_MEAN = [0.48145466, 0.4578275, 0.40821073];
+const OPENAI_STD = [0.26862954, 0.26130258, 0.27577711];
+const JINA_RESIZE_MODES = ["shortest", "longest", "squash"];
+
+/**
+ * jina-clip's preprocessor_config.json (JinaCLIPImageProcessor, jinaai/jina-clip-implementation processing_clip.py):
+ * `size` (int), `mean`, `std`, `resize_mode`, `interpolation`, `fill_color`, fed to open_clip's
+ * image_transform(is_train=False): shortest = Resize(size) + CenterCrop(size); squash = Resize((size, size));
+ * longest = ResizeKeepRatio(size, longest=1) + CenterCropOrPad(size, fill_color); then ToTensor and Normalize in
+ * float32. What that transform would not accept is refused here, at load.
+ */
+function jinaClipConfig(pre: Record<string, unknown>): ImageConfig {
+  const bad = (what: string) => new ModelLoadError(`preprocessor_config.json (JinaCLIPImageProcessor): ${what}`);
+  let size = pre.size ?? 224;
+  if (Array.isArray(size) && size.length === 2 && size[0] === size[1]) size = size[0];
+  if (typeof size !== "number" || !Number.isInteger(size) || size < 1) throw bad(`size must be one positive integer (a square image), got ${JSON.stringify(pre.size)}`);
+  const mode = pre.resize_mode ?? "shortest";
+  if (typeof mode !== "string" || !JINA_RESIZE_MODES.includes(mode)) throw bad(`resize_mode must be one of ${JINA_RESIZE_MODES.join(", ")}, got ${JSON.stringify(pre.resize_mode)}`);
+  // open_clip: bilinear, else bicubic ("random" is bicubic at inference).
+  const interpolation = pre.interpolation ?? "bicubic";
+  if (!["bicubic", "bilinear", "random"].includes(String(interpolation))) throw bad(`interpolation must be bicubic, bilinear or random, got ${JSON.stringify(interpolation)}`);
+  const fill = pre.fill_color ?? 0;
+  if (typeof fill !== "number" || !Number.isInteger(fill) || fill < 0 || fill > 255) throw bad(`fill_color must be an integer 0-255, got ${JSON.stringify(fill)}`);
+  const f32 = (v: [number, number, number]) => v.map(Math.fround) as [number, number, number];
+  const mean = pre.mean === undefined ? (OPENAI_MEAN as [number, number, number]) : triple(pre.mean, NaN);
+  const std = pre.std === undefined ? (OPENAI_STD as [number, number, number]) : triple(pre.std, NaN);
+  if (![...mean, ...std].every(Number.isFinite) || std.some((v) => v === 0)) throw bad(`mean and std must be numbers or lists of 3 (std non-zero), got ${JSON.stringify(pre.mean)} / ${JSON.stringify(pre.std)}`);
+  return {
+    doResize: true,
+    size: mode === "shortest" ? { shortestEdge: size } : mode === "longest" ? { longestEdge: size } : { height: size, width: size },
+    resample: interpolation === "bilinear" ? 2 : 3,
+    doCenterCrop: mode !== "squash",
+    crop: { height: size, width: size },
+    doRescale: true,
+    rescaleFactor: 1 / 255,
+    doNormalize: true,
+    mean: f32(mean),
+    std: f32(std),
+    doConvertRgb: true,
+    cropRounding: "half-even",
+    fill,
+    divideBy255: true,
   };
 }
 
@@ -57,6 +121,7 @@ export function imageConfigFrom(pre: Record<string, unknown>, modelImageSize: nu
 export function pixelShape(cfg: ImageConfig): [number, number, number] {
   if (cfg.doCenterCrop) return [3, cfg.crop.height, cfg.crop.width];
   if ("shortestEdge" in cfg.size) return [3, cfg.size.shortestEdge, cfg.size.shortestEdge];
+  if ("longestEdge" in cfg.size) return [3, cfg.size.longestEdge, cfg.size.longestEdge];
   return [3, cfg.size.height, cfg.size.width];
 }
 
@@ -208,12 +273,36 @@ export function resize(src: RgbImage, outW: number, outH: number, resample: numb
   return img;
 }
 
-/** transformers' get_resize_output_image_size for {shortest_edge}: the long side is truncated, not rounded. */
+/** Python's round(): halves go to the even neighbour. */
+export function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/**
+ * transformers' get_resize_output_image_size for {shortest_edge} (and torchvision's Resize(int)): the long side is
+ * truncated, not rounded. {longestEdge}: open_clip's ResizeKeepRatio(longest=1), each side round(side / ratio).
+ */
 export function resizedSize(width: number, height: number, cfg: ImageConfig): { width: number; height: number } {
+  if ("longestEdge" in cfg.size) {
+    const s = cfg.size.longestEdge;
+    const ratio = Math.max(height / s, width / s);
+    return { width: roundHalfEven(width / ratio), height: roundHalfEven(height / ratio) };
+  }
   if (!("shortestEdge" in cfg.size)) return { width: cfg.size.width, height: cfg.size.height };
   const s = cfg.size.shortestEdge;
   if (width <= height) return { width: s, height: Math.trunc((s * height) / width) };
   return { width: Math.trunc((s * width) / height), height: s };
+}
+
+/**
+ * Where the crop starts along one side (negative: padding before the image). transformers' center_crop takes
+ * floor((size - crop) / 2) either way; torchvision pads (crop - size) // 2 before a smaller side and crops a larger
+ * one at int(round((size - crop) / 2)).
+ */
+function cropOffset(size: number, crop: number, rounding: ImageConfig["cropRounding"]): number {
+  if (rounding === "floor") return Math.floor((size - crop) / 2);
+  return size < crop ? -Math.floor((crop - size) / 2) : roundHalfEven((size - crop) / 2);
 }
 
 /** Resize, center crop, rescale, normalise: the [3, H, W] float32 the vision tower takes. */
@@ -225,12 +314,12 @@ export function preprocessImage(img: RgbImage, cfg: ImageConfig): Float32Array {
   const [, outH, outW] = pixelShape(cfg);
   const cropH = cfg.doCenterCrop ? outH : img.height;
   const cropW = cfg.doCenterCrop ? outW : img.width;
-  // transformers' center_crop: floor((size - crop) / 2); a smaller image is padded with zeros around it.
-  const top = Math.floor((img.height - cropH) / 2);
-  const left = Math.floor((img.width - cropW) / 2);
+  const top = cropOffset(img.height, cropH, cfg.cropRounding);
+  const left = cropOffset(img.width, cropW, cfg.cropRounding);
   const plane = cropH * cropW;
   const out = new Float32Array(3 * plane);
   const scale = cfg.doRescale ? cfg.rescaleFactor : 1;
+  const rescale = cfg.doRescale && cfg.divideBy255 ? (v: number) => Math.fround(v / 255) : (v: number) => Math.fround(v * scale);
   for (let c = 0; c < 3; c++) {
     const mean = cfg.doNormalize ? cfg.mean[c]! : 0;
     const std = cfg.doNormalize ? cfg.std[c]! : 1;
@@ -239,9 +328,9 @@ export function preprocessImage(img: RgbImage, cfg: ImageConfig): Float32Array {
       for (let x = 0; x < cropW; x++) {
         const sx = x + left;
         const inside = sy >= 0 && sy < img.height && sx >= 0 && sx < img.width;
-        const v = inside ? img.data[(sy * img.width + sx) * 3 + c]! : 0;
+        const v = inside ? img.data[(sy * img.width + sx) * 3 + c]! : cfg.fill;
         // float32 at each step, as numpy does with float32 arrays.
-        out[c * plane + y * cropW + x] = Math.fround(Math.fround(Math.fround(v * scale) - mean) / std);
+        out[c * plane + y * cropW + x] = Math.fround(Math.fround(rescale(v) - mean) / std);
       }
     }
   }

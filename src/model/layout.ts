@@ -785,6 +785,20 @@ export function taskOf(config: Record<string, unknown>): { task: Task; labels: s
   return { task: "embed", labels: [] };
 }
 
+/**
+ * jina-clip's text tower instructions (config.json text_config.hf_model_config_kwargs.task_instructions, which its
+ * encode_text(task=...) prepends), the prompts of a repository without config_sentence_transformers.json. Empty
+ * instructions are left out (no prompt).
+ */
+export function towerTaskInstructions(config: Record<string, unknown>): Record<string, string> {
+  const text = config.text_config as Record<string, unknown> | undefined;
+  const kwargs = text?.hf_model_config_kwargs as Record<string, unknown> | undefined;
+  const given = kwargs?.task_instructions;
+  const out: Record<string, string> = {};
+  if (given && typeof given === "object") for (const [k, v] of Object.entries(given)) if (typeof v === "string" && v) out[k] = v;
+  return out;
+}
+
 export function readLayout(dir: string, files: readonly string[], dtype: Dtype, poolingOverride: PoolingMethod): ModelLayout {
   const warnings: string[] = [];
   const config = readMetadata(dir, "config.json");
@@ -900,9 +914,8 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     );
 
   const prompts: Record<string, string> = {};
-  if (stMeta?.prompts && typeof stMeta.prompts === "object") {
-    for (const [k, v] of Object.entries(stMeta.prompts as Record<string, unknown>)) if (typeof v === "string") prompts[k] = v;
-  }
+  const stPrompts = stMeta?.prompts && typeof stMeta.prompts === "object" ? stMeta.prompts as Record<string, unknown> : null;
+  for (const [k, v] of Object.entries(stPrompts ?? towerTaskInstructions(config))) if (typeof v === "string") prompts[k] = v;
   const defaultPromptName = typeof stMeta?.default_prompt_name === "string" ? stMeta.default_prompt_name : null;
 
   // Multimodal towers output projections: their shared space has projection_dim dimensions.

@@ -148,7 +148,7 @@ export function toBase64(v: Float32Array): string {
 
 /**
  * Embeddings a tower already pools: [batch, dim] rows of the first of `outputs` the model has (CLIP/CLAP
- * text_embeds, image_embeds, audio_embeds; SigLIP's pooler_output).
+ * text_embeds, image_embeds, audio_embeds; jina-clip's text_embeddings, image_embeddings; SigLIP's pooler_output).
  */
 export function projectionReader(outputs: string | readonly string[]): TaskReader<Float32Array> {
   const wanted = typeof outputs === "string" ? [outputs] : outputs;
