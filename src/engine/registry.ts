@@ -15,7 +15,7 @@ import { isTextInput, ModelSession, TASK_ID_INPUT, type WorkerOptions, type Work
 import { modelCacheScope } from "../cache/scope";
 import { primeRuntime } from "../model/prime";
 import { returnFreedMemory } from "../model/trim";
-import { readDenseLayers, type DenseLayer } from "../model/dense";
+import { readDenseLayers, readPickledHeads, type DenseLayer } from "../model/dense";
 import { onnxOutputNames } from "../model/onnx-graph";
 import { classifyReader } from "../tasks/classify";
 import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader } from "../tasks/embed";
@@ -29,7 +29,7 @@ import {
 import { colpaliImageBatches, colpaliImageRunner, colpaliOutput, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTokens, type ColPaliTokens } from "../tasks/colpali";
 import { imageConfigFrom, pixelShape } from "../media/image";
 import type { TaskReader } from "../tasks/task";
-import { hybridBatches, hybridRunner, unusedTokenIds, type HybridBatch, type HybridInput, type HybridResult } from "../tasks/hybrid";
+import { hybridBatches, hybridRunner, pickledHeadsHead, unusedTokenIds, type HybridBatch, type HybridInput, type HybridResult } from "../tasks/hybrid";
 import { readQuantizationRanges } from "../model/quantization-ranges";
 import type { QuantizationRanges } from "../tasks/quantize";
 import { TOKEN_STATE_OUTPUTS, tokenStatesOutput, tokenStatesReader } from "../tasks/token-states";
@@ -618,7 +618,11 @@ export class Registry {
     });
     // PyLate's 1_Dense: onnxruntime projects every token vector in the worker, right after the model.
     const colbertDense = layout.task === "multivector" && layout.multivector?.densePath != null ? readDenseLayers(layout.dir, layout.dense) : [];
-    const head = colbertDense.length ? colbertHead(onnxOutputNames(join(layout.dir, layout.onnxFile)), colbertDense) : undefined;
+    // BAAI's bge-m3 layout: the pickled sparse / ColBERT heads run in the worker too, on the token states.
+    const pickled = layout.hybrid?.format === "hidden" ? readPickledHeads(layout.dir, layout.hybrid.pickledHeads, layout.hiddenSize) : null;
+    const head = colbertDense.length
+      ? colbertHead(onnxOutputNames(join(layout.dir, layout.onnxFile)), colbertDense)
+      : pickled ? pickledHeadsHead(layout.hybrid!, pickled) : undefined;
     const newSession = (numThreads: number, instances: number) =>
       ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads }, worker(c.servedModelName), head, instances);
     const session = await newSession(c.numThreads, c.instances || 1);

@@ -83,37 +83,51 @@ const ACTIVATION_OPS = { tanh: "Tanh", relu: "Relu", sigmoid: "Sigmoid" } as con
  */
 export function denseGraph(layers: readonly DenseLayer[]): Uint8Array {
   if (!layers.length) throw new Error("denseGraph needs at least one Dense layer");
+  return headGraph([{ name: "y", layers }]);
+}
+
+/**
+ * One graph with several outputs, each its own chain of Dense layers over the same x [batch, tokens, in] (bge-m3's
+ * sparse and ColBERT heads over the token states: one run of the head session gives whichever are fetched).
+ */
+export function headGraph(outputs: ReadonlyArray<{ name: string; layers: readonly DenseLayer[] }>): Uint8Array {
+  if (!outputs.length || outputs.some((o) => !o.layers.length)) throw new Error("headGraph needs at least one output of at least one layer");
+  const inFeatures = outputs[0]!.layers[0]!.inFeatures;
+  if (outputs.some((o) => o.layers[0]!.inFeatures !== inFeatures)) throw new Error("headGraph: the outputs read inputs of different sizes");
   const graph = new Writer();
-  let x = "x";
-  layers.forEach((l, i) => {
-    initializer(graph, `w${i}`, [l.inFeatures, l.outFeatures], transposed(l.weight, l.outFeatures, l.inFeatures));
-    let y = `dense${i}.matmul`;
-    node(graph, "MatMul", [x, `w${i}`], y);
-    if (l.bias) {
-      initializer(graph, `b${i}`, [l.outFeatures], l.bias);
-      node(graph, "Add", [y, `b${i}`], `dense${i}.bias`);
-      y = `dense${i}.bias`;
-    }
-    if (l.activation !== "identity") {
-      node(graph, ACTIVATION_OPS[l.activation], [y], `dense${i}.act`);
-      y = `dense${i}.act`;
-    }
-    if (l.residual) {
-      let r = x;
-      if (l.residual !== "identity") {
-        initializer(graph, `r${i}`, [l.inFeatures, l.outFeatures], transposed(l.residual, l.outFeatures, l.inFeatures));
-        node(graph, "MatMul", [x, `r${i}`], `dense${i}.residual`);
-        r = `dense${i}.residual`;
+  for (const { name, layers } of outputs) {
+    let x = "x";
+    layers.forEach((l, i) => {
+      const p = `${name}.${i}`;
+      initializer(graph, `${p}.w`, [l.inFeatures, l.outFeatures], transposed(l.weight, l.outFeatures, l.inFeatures));
+      let y = `${p}.matmul`;
+      node(graph, "MatMul", [x, `${p}.w`], y);
+      if (l.bias) {
+        initializer(graph, `${p}.b`, [l.outFeatures], l.bias);
+        node(graph, "Add", [y, `${p}.b`], `${p}.bias`);
+        y = `${p}.bias`;
       }
-      node(graph, "Add", [y, r], `dense${i}.out`);
-      y = `dense${i}.out`;
-    }
-    x = y;
-  });
-  node(graph, "Identity", [x], "y");
-  graph.str(GRAPH.name, "dense");
-  floatValue(graph, GRAPH.input, "x", ["batch", "tokens", layers[0]!.inFeatures]);
-  floatValue(graph, GRAPH.output, "y", ["batch", "tokens", layers[layers.length - 1]!.outFeatures]);
+      if (l.activation !== "identity") {
+        node(graph, ACTIVATION_OPS[l.activation], [y], `${p}.act`);
+        y = `${p}.act`;
+      }
+      if (l.residual) {
+        let r = x;
+        if (l.residual !== "identity") {
+          initializer(graph, `${p}.r`, [l.inFeatures, l.outFeatures], transposed(l.residual, l.outFeatures, l.inFeatures));
+          node(graph, "MatMul", [x, `${p}.r`], `${p}.residual`);
+          r = `${p}.residual`;
+        }
+        node(graph, "Add", [y, r], `${p}.out`);
+        y = `${p}.out`;
+      }
+      x = y;
+    });
+    node(graph, "Identity", [x], name);
+  }
+  graph.str(GRAPH.name, "head");
+  floatValue(graph, GRAPH.input, "x", ["batch", "tokens", inFeatures]);
+  for (const { name, layers } of outputs) floatValue(graph, GRAPH.output, name, ["batch", "tokens", layers[layers.length - 1]!.outFeatures]);
   const model = new Writer().int(MODEL.irVersion, IR_VERSION);
   model.msg(MODEL.opsetImport, (o) => o.int(2, OPSET));
   model.raw(MODEL.graph, graph.bytes);

@@ -8,8 +8,8 @@ import { createOrtSession, runOnce, type OrtSession } from "./onnx";
 declare const self: Worker;
 
 let session: OrtSession | null = null;
-/** The graph the named output passes through after each run (SessionHead), with its own session. */
-let head: { output: string; session: OrtSession } | null = null;
+/** The graph one model output passes through after the runs that ask for its outputs (SessionHead), with its own session. */
+let head: { input: string; outputs: Record<string, string>; session: OrtSession } | null = null;
 
 /** Test-only (ModelSession.injectFault): dies or blocks the way a crashed or stuck native run would. */
 function fault(kind: InjectedFault): never {
@@ -31,22 +31,32 @@ async function handle(m: InferenceRequest): Promise<InferenceReply> {
     case "create": {
       if (m.fault) fault(m.fault);
       session = await createOrtSession(m.path, m.settings);
-      head = m.head ? { output: m.head.output, session: await createOrtSession(m.head.graph, m.settings) } : null;
+      head = m.head ? { input: m.head.input, outputs: m.head.outputs, session: await createOrtSession(m.head.graph, m.settings) } : null;
+      const outputNames = [...session.session.outputNames];
+      if (head && !outputNames.includes(head.input)) throw new ModelLoadError(`the model has no output ${head.input} for its head graph (it has ${outputNames.join(", ")})`);
+      for (const name of Object.keys(head?.outputs ?? {})) if (!outputNames.includes(name)) outputNames.push(name);
       return {
         id: m.id, ok: true,
-        created: { provider: session.provider, fallbackReason: session.fallbackReason, inputs: session.inputs, outputNames: [...session.session.outputNames] },
+        created: { provider: session.provider, fallbackReason: session.fallbackReason, inputs: session.inputs, outputNames },
       };
     }
     case "run": {
       if (m.fault) fault(m.fault);
       if (!session) throw new Error("the inference worker has no session");
       const t0 = performance.now();
-      const outputs = await runOnce(session, m.feeds, m.outputNames);
-      const i = head ? m.outputNames.indexOf(head.output) : -1;
-      if (head && i >= 0) {
-        const [y] = await runOnce(head.session, { x: { data: outputs[i]!.data, dims: outputs[i]!.dims } }, ["y"]);
-        outputs[i] = { name: outputs[i]!.name, data: y!.data, dims: y!.dims };
-      }
+      const h = head;
+      const fromHead = h ? m.outputNames.filter((n) => Object.hasOwn(h.outputs, n)) : [];
+      // The model runs once for what it gives and for the head's input; the head then gives the rest from that.
+      const fromModel = [...new Set([...m.outputNames.filter((n) => !fromHead.includes(n)), ...(fromHead.length ? [h!.input] : [])])];
+      const modelOut = await runOnce(session, m.feeds, fromModel);
+      const headOut = fromHead.length
+        ? await runOnce(h!.session, { x: modelOut[fromModel.indexOf(h!.input)]! }, fromHead.map((n) => h!.outputs[n]!))
+        : [];
+      const outputs = m.outputNames.map((name) => {
+        const k = fromHead.indexOf(name);
+        const o = k >= 0 ? headOut[k]! : modelOut[fromModel.indexOf(name)]!;
+        return { name, data: o.data, dims: o.dims };
+      });
       return { id: m.id, ok: true, outputs, runMs: performance.now() - t0 };
     }
     case "release": {

@@ -6,22 +6,26 @@ import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
 import type { TaskAdapters } from "../tasks/embed";
 import { onnxOutputNames } from "./onnx-graph";
+import { TOKEN_STATE_OUTPUTS, tokenStatesOutput } from "../tasks/token-states";
 
 export type Task = "embed" | "rerank" | "classify" | "sparse" | "multivector" | "hybrid";
 
 /**
  * bge-m3 (hybrid): dense, lexical weights and multi-vectors from one run. Either aapot/bge-m3-onnx's export (one graph
- * with outputs dense_vecs, sparse_vecs, colbert_vecs) or a checkpoint whose ONNX gives last_hidden_state only while
- * the heads sit beside it as BAAI's pickled sparse_linear.pt / colbert_linear.pt (dense only: pickles are not read).
+ * with outputs dense_vecs, sparse_vecs, colbert_vecs) or BAAI/bge-m3's layout: an encoder export giving the token
+ * states (token_embeddings, or last_hidden_state) with the heads beside it as torch.save'd sparse_linear.pt /
+ * colbert_linear.pt, which the server reads (model/torch-state-dict.ts) and runs as a head graph after the encoder.
  */
 export interface HybridLayout {
   format: "heads" | "hidden";
-  /** dense_vecs ([B, H]), or last_hidden_state (pooled by the model's pooling, CLS for bge-m3). */
+  /** dense_vecs ([B, H]), or the token states (pooled by the model's pooling, CLS for bge-m3). */
   denseOutput: string;
-  /** sparse_vecs [B, T, 1] (relu(sparse_linear(h))); null when not served. */
+  /** sparse_vecs [B, T, 1] (relu(sparse_linear(h))), or the head graph's; null when not served. */
   sparseOutput: string | null;
-  /** colbert_vecs [B, T-1, H] (colbert_linear(h[:, 1:])); null when not served. */
+  /** colbert_vecs [B, T-1, H] (colbert_linear(h[:, 1:])), or the head graph's [B, T, C]; null when not served. */
   colbertOutput: string | null;
+  /** BAAI's layout: the pickled heads' files, applied to the token states in the inference worker. */
+  pickledHeads: { sparse: string | null; colbert: string | null };
   /** Why sparse or multi-vector outputs are not served, for the 400 a request for them gets. */
   unavailable: string | null;
 }
@@ -722,13 +726,16 @@ function colpaliTextConfig(config: Record<string, unknown>): Record<string, unkn
   return (vlm.text_config ?? {}) as Record<string, unknown>;
 }
 
-/** BAAI's bge-m3 heads as pickled torch files (FlagEmbedding loads them with torch.load). */
+/** BAAI's bge-m3 heads as pickled torch files (FlagEmbedding saves and loads them with torch.save / torch.load). */
 export const PICKLED_M3_HEADS = ["sparse_linear.pt", "colbert_linear.pt"] as const;
+/** The names the pickled heads' graph answers under (session head outputs, beside the encoder's). */
+export const M3_HEAD_OUTPUTS = { sparse: "sparse_linear", colbert: "colbert_linear" } as const;
 
 /**
  * Whether a model is a bge-m3-style hybrid encoder: its ONNX has aapot's dense_vecs output (sparse_vecs and
  * colbert_vecs served when present too), or its folder holds BAAI's pickled heads next to an encoder export (dense
- * only, from the pooled last_hidden_state). Pure: the output names are read by the caller.
+ * from the pooled token states, lexical weights and multi-vectors through the heads). Pure: the output names are
+ * read by the caller.
  */
 export function hybridLayout(outputNames: readonly string[], files: readonly string[]): HybridLayout | null {
   if (outputNames.includes("dense_vecs")) {
@@ -740,22 +747,26 @@ export function hybridLayout(outputNames: readonly string[], files: readonly str
       denseOutput: "dense_vecs",
       sparseOutput,
       colbertOutput,
+      pickledHeads: { sparse: null, colbert: null },
       unavailable: lacking.length ? `its ONNX export has no ${lacking.join(" or ")} output` : null,
     };
   }
   const pickles = PICKLED_M3_HEADS.filter((f) => files.includes(f));
   if (!pickles.length) return null;
-  if (!outputNames.includes("last_hidden_state")) {
-    throw new ModelLoadError(`a bge-m3 checkpoint (${pickles.join(", ")}) needs an ONNX export with a last_hidden_state or dense_vecs output; this one has ${outputNames.join(", ")}`);
+  // BAAI/bge-m3's onnx/model.onnx (sentence-transformers' export) gives token_embeddings and sentence_embedding.
+  const states = tokenStatesOutput(outputNames);
+  if (!states) {
+    throw new ModelLoadError(`a bge-m3 checkpoint (${pickles.join(", ")}) needs an ONNX export with a ${TOKEN_STATE_OUTPUTS.join(", ")} or dense_vecs output; this one has ${outputNames.join(", ")}`);
   }
+  const sparse = files.includes("sparse_linear.pt") ? "sparse_linear.pt" : null;
+  const colbert = files.includes("colbert_linear.pt") ? "colbert_linear.pt" : null;
   return {
     format: "hidden",
-    denseOutput: "last_hidden_state",
-    sparseOutput: null,
-    colbertOutput: null,
-    unavailable:
-      `its lexical and multi-vector heads are ${pickles.join(" and ")}, pickled PyTorch files, which this server does not load ` +
-      "(unpickling can run code); serve an export with the heads inside the graph (aapot/bge-m3-onnx layout: outputs dense_vecs, sparse_vecs, colbert_vecs)",
+    denseOutput: states,
+    sparseOutput: sparse ? M3_HEAD_OUTPUTS.sparse : null,
+    colbertOutput: colbert ? M3_HEAD_OUTPUTS.colbert : null,
+    pickledHeads: { sparse, colbert },
+    unavailable: sparse && colbert ? null : `its folder has no ${sparse ? "colbert_linear.pt" : "sparse_linear.pt"} beside the encoder`,
   };
 }
 

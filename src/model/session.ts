@@ -12,12 +12,16 @@ export interface SessionSettings {
 }
 
 /**
- * A graph the worker runs on one output of the model right after each run that asks for it, answering its result
- * under the output's name: y = graph(x) with x the output (ColBERT's Dense projection of every token vector,
- * model/dense-graph.ts). Created with the model's settings, in the same worker, again in a replacement worker.
+ * A graph the worker runs on one output of the model right after each run that asks for what it gives: its input x
+ * is the model output `input`; each of `outputs` (the name a run asks for -> the graph output that answers it) is
+ * computed from it. ColBERT's Dense projection of every token vector answers under the model output's own name
+ * (model/dense-graph.ts); bge-m3's pickled sparse and ColBERT heads add outputs the model lacks (tasks/hybrid.ts).
+ * The session reports the model's outputs and the head's. Created with the model's settings, in the same worker,
+ * again in a replacement worker.
  */
 export interface SessionHead {
-  output: string;
+  input: string;
+  outputs: Record<string, string>;
   graph: Uint8Array;
 }
 

@@ -1,9 +1,12 @@
 // bge-m3-style hybrid encoders: dense, lexical (sparse) and multi-vector outputs from one run (FlagEmbedding's
-// BGEM3FlagModel). Dense: the CLS state, L2-normalised. Lexical weights: relu(sparse_linear(h)) per token, the largest
+// BGEM3FlagModel), from aapot's export (heads in the graph) or BAAI's layout (heads pickled beside the encoder, run as
+// the session's head graph). Dense: the CLS state, L2-normalised. Lexical weights: relu(sparse_linear(h)) per token, the largest
 // per token id, the tokenizer's cls/eos/pad/unk ids and zero weights dropped. Multi-vector: colbert_linear(h) of the
 // real tokens after CLS, each L2-normalised. Which outputs a batch reads is the union of what its rows asked for.
 import type { HybridLayout, Pooling } from "../model/layout";
-import type { BatchTensors, ModelSession } from "../model/session";
+import type { BatchTensors, ModelSession, SessionHead } from "../model/session";
+import type { DenseLayer } from "../model/dense";
+import { headGraph } from "../model/dense-graph";
 import type { Runner } from "../engine/engine";
 import { buildTensors, rowExtents, type PaddingSide } from "../engine/engine";
 import type { BatchInput } from "../engine/inputs";
@@ -154,6 +157,26 @@ export function colbertRows(vecs: Float32Array, dims: readonly number[], seqLen:
     data.set(l2normalize(vecs.slice(o, o + h)), r * h);
   }
   return { data, rows, dim: h };
+}
+
+/**
+ * BAAI's layout: the pickled heads as the session's head graph over the token states, so the inference worker
+ * gives relu(sparse_linear(h)) [B, T, 1] and colbert_linear(h) [B, T, C] (CLS included: colbertRows skips it) under
+ * the layout's sparse / colbert output names, each only in runs that ask for it. In JavaScript the ColBERT head
+ * alone cost ~1 GFLOP/s on the main thread (bench/m3-heads.ts).
+ */
+export function pickledHeadsHead(layout: HybridLayout, heads: { sparse: DenseLayer | null; colbert: DenseLayer | null }): SessionHead | undefined {
+  const outputs: Array<{ name: string; layers: DenseLayer[] }> = [];
+  const names: Record<string, string> = {};
+  if (heads.sparse && layout.sparseOutput) {
+    outputs.push({ name: "sparse", layers: [heads.sparse] });
+    names[layout.sparseOutput] = "sparse";
+  }
+  if (heads.colbert && layout.colbertOutput) {
+    outputs.push({ name: "colbert", layers: [heads.colbert] });
+    names[layout.colbertOutput] = "colbert";
+  }
+  return outputs.length ? { input: layout.denseOutput, outputs: names, graph: headGraph(outputs) } : undefined;
 }
 
 /** Runs a hybrid batch, fetching only the outputs some row needs, and reads each row. */

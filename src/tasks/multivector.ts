@@ -163,7 +163,8 @@ export function multiVectorOutput(names: readonly string[]): string {
  * projected (and 128 instead of 384 floats per token cross to the main thread).
  */
 export function colbertHead(outputNames: readonly string[], dense: readonly DenseLayer[]): SessionHead {
-  return { output: multiVectorOutput(outputNames), graph: denseGraph(dense) };
+  const output = multiVectorOutput(outputNames);
+  return { input: output, outputs: { [output]: "y" }, graph: denseGraph(dense) };
 }
 
 /** Row b's kept token vectors of a [batch, seq, dim] output (already projected), L2-normalised. */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { emptyPastFeed, ModelSession, positionIds, textFeeds } from "../../src/model/session";
 import { sessionOptions } from "../../src/model/onnx";
 import { fixture } from "../helpers";
-import { denseGraph } from "../../src/model/dense-graph";
+import { denseGraph, headGraph } from "../../src/model/dense-graph";
 
 describe("sessionOptions", () => {
   test("threads as configured, one inter-op thread, pool threads stop spinning when a run returns", () => {
@@ -83,7 +83,7 @@ describe("a session's head graph", () => {
   // Two Dense graphs: the model doubles x's features into 3, the head sums them into 1; the answer under the
   // model's output name is the head's.
   const model = denseGraph([{ inFeatures: 2, outFeatures: 3, weight: Float32Array.from([2, 0, 0, 2, 1, 1]), bias: null, activation: "identity", residual: null }]);
-  const head = { output: "y", graph: denseGraph([{ inFeatures: 3, outFeatures: 1, weight: Float32Array.from([1, 1, 1]), bias: Float32Array.from([0.5]), activation: "identity", residual: null }]) };
+  const head = { input: "y", outputs: { y: "y" }, graph: denseGraph([{ inFeatures: 3, outFeatures: 1, weight: Float32Array.from([1, 1, 1]), bias: Float32Array.from([0.5]), activation: "identity", residual: null }]) };
   const x = { data: Float32Array.from([1, 2, 3, 4]), dims: [1, 2, 2] };
 
   test("the named output goes through the head after each run, also in a replacement worker", async () => {
@@ -100,6 +100,29 @@ describe("a session's head graph", () => {
     } finally {
       await s.release();
     }
+  });
+
+  test("a head with outputs of its own (bge-m3's pickled heads): listed with the model's, fetched alone or beside the model's", async () => {
+    const layer = (w: number[], bias: number, activation: "identity" | "relu") =>
+      ({ inFeatures: 3, outFeatures: 1, weight: Float32Array.from(w), bias: Float32Array.of(bias), activation, residual: null });
+    const two = { input: "y", outputs: { total: "sum", negative: "neg" }, graph: headGraph([{ name: "sum", layers: [layer([1, 1, 1], 0.5, "identity")] }, { name: "neg", layers: [layer([-1, 0, 0], 3, "relu")] }]) };
+    const s = await ModelSession.create(model, { device: "cpu", numThreads: 1 }, { label: "two heads" }, two);
+    try {
+      expect(s.outputNames).toEqual(["y", "total", "negative"]);
+      // (2, 4, 3) -> 9.5 and relu(-2 + 3) = 1; (6, 8, 7) -> 21.5 and relu(-6 + 3) = 0
+      const [negative, y, total] = await s.runOutputs({ x }, ["negative", "y", "total"]);
+      expect([negative!.name, y!.name, total!.name]).toEqual(["negative", "y", "total"]);
+      expect(Array.from(negative!.data)).toEqual([1, 0]);
+      expect(Array.from(y!.data)).toEqual([2, 4, 3, 6, 8, 7]);
+      expect(Array.from(total!.data)).toEqual([9.5, 21.5]);
+      expect(Array.from((await s.runFeeds({ x }, "total")).data)).toEqual([9.5, 21.5]);
+      expect(Array.from((await s.runFeeds({ x }, "negative")).data)).toEqual([1, 0]);
+      expect(Array.from((await s.runFeeds({ x }, "y")).data)).toEqual([2, 4, 3, 6, 8, 7]);
+    } finally {
+      await s.release();
+    }
+    const bad = { ...two, input: "hidden" };
+    await expect(ModelSession.create(model, { device: "cpu", numThreads: 1 }, { label: "bad head" }, bad)).rejects.toThrow(/no output hidden for its head graph/);
   });
 
   test("without a head the output is the model's", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { colbertRows, lexicalWeights, parseOutputs, unusedTokenIds, checkHybridOutputs } from "../../src/tasks/hybrid";
 import { hybridLayout } from "../../src/model/layout";
-import { InvalidInput, ModelLoadError } from "../../src/errors";
+import { InvalidInput } from "../../src/errors";
 
 describe("bge-m3 lexical weights", () => {
   test("largest weight per token id, zero weights and unused ids dropped, ascending, only the row's real tokens", () => {
@@ -59,11 +59,17 @@ describe("bge-m3 layouts", () => {
     expect(() => checkHybridOutputs(["dense", "multi_vector"], partial, "m")).not.toThrow();
   });
 
-  test("BAAI's pickled heads: dense only, with the reason; an encoder export without them is no hybrid", () => {
-    const l = hybridLayout(["last_hidden_state"], ["config.json", "sparse_linear.pt", "colbert_linear.pt"])!;
-    expect(l.format).toBe("hidden");
-    expect(l.unavailable).toMatch(/sparse_linear.pt and colbert_linear.pt, pickled PyTorch files/);
+  test("BAAI's pickled heads beside an encoder export (token_embeddings or last_hidden_state); one head alone serves its output", () => {
+    const l = hybridLayout(["token_embeddings", "sentence_embedding"], ["config.json", "sparse_linear.pt", "colbert_linear.pt"])!;
+    expect(l).toEqual({
+      format: "hidden", denseOutput: "token_embeddings", sparseOutput: "sparse_linear", colbertOutput: "colbert_linear",
+      pickledHeads: { sparse: "sparse_linear.pt", colbert: "colbert_linear.pt" }, unavailable: null,
+    });
+    const one = hybridLayout(["last_hidden_state"], ["config.json", "sparse_linear.pt"])!;
+    expect(one).toMatchObject({ denseOutput: "last_hidden_state", sparseOutput: "sparse_linear", colbertOutput: null, pickledHeads: { sparse: "sparse_linear.pt", colbert: null } });
+    expect(() => checkHybridOutputs(["multi_vector"], one, "m")).toThrow(/does not serve multi_vector vectors: its folder has no colbert_linear.pt/);
+    expect(() => checkHybridOutputs(["dense", "sparse"], one, "m")).not.toThrow();
     expect(hybridLayout(["last_hidden_state"], ["config.json"])).toBeNull();
-    expect(() => hybridLayout(["logits"], ["sparse_linear.pt"])).toThrow(ModelLoadError);
+    expect(() => hybridLayout(["logits"], ["sparse_linear.pt"])).toThrow(/needs an ONNX export with a last_hidden_state, token_embeddings or dense_vecs output; this one has logits/);
   });
 });

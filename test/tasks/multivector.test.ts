@@ -49,7 +49,8 @@ describe("reading and scoring", () => {
     const hidden = Float32Array.from([3, 4, 9, 9, 0, 2]);
     const dense = [{ inFeatures: 2, outFeatures: 2, weight: Float32Array.from([0, 2, 1, 0]), bias: null, activation: "identity" as const, residual: null }];
     const head = colbertHead(["last_hidden_state"], dense);
-    expect(head.output).toBe("last_hidden_state");
+    expect(head.input).toBe("last_hidden_state");
+    expect(head.outputs).toEqual({ last_hidden_state: "y" });
     const session = await createOrtSession(head.graph, { device: "cpu", numThreads: 1 });
     const [projected] = await runOnce(session, { x: { data: hidden, dims: [1, 3, 2] } }, ["y"]);
     await session.session.release();
