@@ -1,6 +1,7 @@
 // Reads the names of an ONNX file's graph outputs without onnxruntime: the layout needs them before a session exists
-// (bge-m3 exports are told apart by their outputs). Walks the protobuf framing and reads only the small records it
-// needs; the weights (initializers, often hundreds of MB) are skipped by seeking, never read.
+// (bge-m3 exports are told apart by their outputs); and the external data files its tensors name, which the hub
+// download must fetch beside it. Walks the protobuf framing and reads only the small records it needs; the weights
+// (initializers, often hundreds of MB) are skipped by seeking, never read.
 import { closeSync, openSync, readSync, fstatSync } from "node:fs";
 import { ModelLoadError } from "../errors";
 
@@ -8,6 +9,13 @@ import { ModelLoadError } from "../errors";
 const MODEL_GRAPH = 7;
 const GRAPH_OUTPUT = 12;
 const VALUE_INFO_NAME = 1;
+/** GraphProto.node = 1, .initializer = 5; NodeProto.attribute = 5; AttributeProto.t = 5, .g = 6, .tensors = 8, .graphs = 11. */
+const GRAPH_NODE = 1;
+const GRAPH_INITIALIZER = 5;
+const NODE_ATTRIBUTE = 5;
+const ATTRIBUTE = { tensor: 5, graph: 6, tensors: 8, graphs: 11 } as const;
+/** TensorProto.external_data = 13: StringStringEntryProto { key = 1, value = 2 }. */
+const TENSOR_EXTERNAL_DATA = 13;
 
 class FileReader {
   private readonly buf = Buffer.alloc(10);
@@ -55,8 +63,8 @@ function eachField(r: FileReader, start: number, end: number, visit: (field: num
   }
 }
 
-/** Names of the graph outputs of an ONNX file, in order. */
-export function onnxOutputNames(path: string): string[] {
+/** Calls visit(reader, graphStart, graphEnd) on the main graph of an ONNX file, with errors naming the file. */
+function readGraph<T>(path: string, visit: (r: FileReader, from: number, to: number) => T): T {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -65,16 +73,11 @@ export function onnxOutputNames(path: string): string[] {
   }
   try {
     const r = new FileReader(fd);
-    const names: string[] = [];
+    let result: T | undefined;
     eachField(r, 0, fstatSync(fd).size, (field, from, to) => {
-      if (field !== MODEL_GRAPH) return;
-      eachField(r, from, to, (gField, gFrom, gTo) => {
-        if (gField !== GRAPH_OUTPUT) return;
-        // A ValueInfoProto is small (name, type, doc string): read it whole.
-        names.push(valueInfoName(r.bytes(gFrom, gTo - gFrom)));
-      });
+      if (field === MODEL_GRAPH) result = visit(r, from, to);
     });
-    return names;
+    return result === undefined ? visit(r, 0, 0) : result;
   } catch (e) {
     throw new ModelLoadError(`${path} is not a readable ONNX model: ${(e as Error).message}`);
   } finally {
@@ -82,14 +85,58 @@ export function onnxOutputNames(path: string): string[] {
   }
 }
 
-/** The name field of an encoded ValueInfoProto. */
-function valueInfoName(buf: Buffer): string {
+/** Names of the graph outputs of an ONNX file, in order. */
+export function onnxOutputNames(path: string): string[] {
+  return readGraph(path, (r, from, to) => {
+    const names: string[] = [];
+    eachField(r, from, to, (gField, gFrom, gTo) => {
+      if (gField !== GRAPH_OUTPUT) return;
+      // A ValueInfoProto is small (name, type, doc string): read it whole.
+      names.push(fieldString(r.bytes(gFrom, gTo - gFrom), VALUE_INFO_NAME));
+    });
+    return names;
+  });
+}
+
+/**
+ * The external data files (paths relative to the ONNX file's folder) that the tensors of an ONNX file name:
+ * initializers and node attributes (Constant values: BAAI/bge-m3's onnx/Constant_7_attr__value), subgraphs included.
+ */
+export function onnxExternalDataFiles(path: string): string[] {
+  return readGraph(path, (r, from, to) => {
+    const files = new Set<string>();
+    const tensor = (tFrom: number, tTo: number) =>
+      eachField(r, tFrom, tTo, (f, eFrom, eTo) => {
+        if (f !== TENSOR_EXTERNAL_DATA) return;
+        const entry = r.bytes(eFrom, eTo - eFrom);
+        if (fieldString(entry, 1) === "location") files.add(fieldString(entry, 2));
+      });
+    const graph = (gFrom: number, gTo: number): void =>
+      eachField(r, gFrom, gTo, (f, nFrom, nTo) => {
+        if (f === GRAPH_INITIALIZER) tensor(nFrom, nTo);
+        else if (f === GRAPH_NODE) {
+          eachField(r, nFrom, nTo, (nf, aFrom, aTo) => {
+            if (nf !== NODE_ATTRIBUTE) return;
+            eachField(r, aFrom, aTo, (af, vFrom, vTo) => {
+              if (af === ATTRIBUTE.tensor || af === ATTRIBUTE.tensors) tensor(vFrom, vTo);
+              else if (af === ATTRIBUTE.graph || af === ATTRIBUTE.graphs) graph(vFrom, vTo);
+            });
+          });
+        }
+      });
+    graph(from, to);
+    return [...files];
+  });
+}
+
+/** The first string (length-delimited) field with this number of an encoded message, or "". */
+function fieldString(buf: Buffer, wanted: number): string {
   let pos = 0;
   const varint = () => {
     let value = 0;
     let scale = 1;
     for (;;) {
-      if (pos >= buf.length) throw new Error("truncated value info");
+      if (pos >= buf.length) throw new Error("truncated record");
       const b = buf[pos++]!;
       value += (b & 0x7f) * scale;
       if (b < 0x80) return value;
@@ -104,9 +151,9 @@ function valueInfoName(buf: Buffer): string {
     else if (wire === 5) pos += 4;
     else if (wire === 2) {
       const len = varint();
-      if (Math.floor(tag / 8) === VALUE_INFO_NAME) return buf.toString("utf8", pos, pos + len);
+      if (Math.floor(tag / 8) === wanted) return buf.toString("utf8", pos, pos + len);
       pos += len;
-    } else throw new Error(`unsupported protobuf wire type ${wire} in value info`);
+    } else throw new Error(`unsupported protobuf wire type ${wire} in a record`);
   }
   return "";
 }

@@ -1,12 +1,13 @@
 // Turns a model id into a local folder: a folder on disk is used as it is; a hub id is downloaded into a cache laid
 // out like huggingface_hub's (models--org--name/snapshots/<commit>/...), so Python tools and this server share it.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, rmSync } from "node:fs";
-import { dirname, join, relative, resolve as resolvePath } from "node:path";
+import { dirname, join, posix, relative, resolve as resolvePath } from "node:path";
 import { homedir } from "node:os";
 import type { Dtype } from "../config";
 import { ModelLoadError } from "../errors";
 import { log } from "../log";
-import { externalDataFiles, METADATA_FILES, onnxFilesFor } from "./layout";
+import { externalDataFiles, METADATA_FILES, onnxFilesFor, PICKLED_M3_HEADS } from "./layout";
+import { onnxExternalDataFiles } from "./onnx-graph";
 
 export interface HubSettings {
   /** Hub base URL (HF_ENDPOINT), e.g. https://huggingface.co. */
@@ -81,6 +82,8 @@ export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId
     // and a SparseStaticEmbedding's weights (inference-free sparse queries); the MLM's weights stay on the hub.
     if (/^[a-z]+_\d+_[^/]+\/(config|tokenizer|tokenizer_config|special_tokens_map)\.json$/.test(f) || /^[a-z]+_\d+_SparseStaticEmbedding\/model\.safetensors$/.test(f)) wanted.add(f);
   }
+  // BAAI/bge-m3's sparse and ColBERT heads (torch.save'd nn.Linear state_dicts, a few MB) beside its encoder export.
+  for (const f of PICKLED_M3_HEADS) if (have.has(f)) wanted.add(f);
   for (const file of onnxFilesFor(repoFiles, dtype, modelId)) {
     wanted.add(file);
     for (const f of externalDataFiles(file, repoFiles)) wanted.add(f);
@@ -183,11 +186,22 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
   if (!commit || repoFiles.length === 0) throw new ModelLoadError(`hub returned no file list for ${modelId}@${revision}`);
   const snapshot = join(repo, "snapshots", commit);
   const needed = filesToFetch(repoFiles, dtype, modelId);
-  for (const file of needed) {
+  const fetchFile = async (file: string) => {
     const dest = join(snapshot, file);
-    if (existsSync(dest)) continue;
+    if (existsSync(dest)) return;
     const url = `${settings.endpoint}/${modelId}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`;
     await download(settings, url, dest, `${modelId}/${file}`);
+  };
+  for (const file of needed) await fetchFile(file);
+  // External data files besides <file>.onnx_data are known only from the graph itself (BAAI/bge-m3's
+  // onnx/Constant_7_attr__value): read what each downloaded ONNX file names and fetch those too.
+  for (const onnx of needed.filter((f) => f.endsWith(".onnx"))) {
+    for (const location of onnxExternalDataFiles(join(snapshot, onnx))) {
+      const file = posix.normalize(posix.join(posix.dirname(onnx), location));
+      if (!repoFiles.includes(file)) throw new ModelLoadError(`${modelId}: ${onnx} keeps tensors in ${file}, which the repository does not have`);
+      if (!needed.includes(file)) needed.push(file);
+      await fetchFile(file);
+    }
   }
   mkdirSync(dirname(refFile), { recursive: true });
   writeFileSync(refFile, commit);

@@ -7,10 +7,11 @@ import { dirname, join } from "node:path";
 import { filesToFetch, hubSettingsFromEnv, listFolder, progressLine, resolveModel, type HubSettings } from "../../src/model/resolve";
 import { ModelLoadError } from "../../src/errors";
 import { readLayout } from "../../src/model/layout";
-import { fixture } from "../helpers";
+import { fixture, maxAbsDiff, postJson, reference, sparseDiff, startTestServer } from "../helpers";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 const source = fixture("bert-mean-norm");
+const BAAI_EXTRA = ["pytorch_model.bin", "imgs/bm25.jpg", "long.jpg", "onnx/sentencepiece.bpe.model", "sentencepiece.bpe.model"];
 
 let hub: ReturnType<typeof Bun.serve>;
 const requests: Array<{ path: string; auth: string | null }> = [];
@@ -28,9 +29,13 @@ beforeAll(() => {
         const files = listFolder(source).filter((f) => info[1] === "tiny" || !f.endsWith(".onnx"));
         return Response.json({ sha: COMMIT, siblings: files.map((rfilename) => ({ rfilename })) });
       }
-      const file = new RegExp(`^/org/tiny/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
+      // BAAI/bge-m3's layout: the fixture's files, listed with the repository's PyTorch weights and images (never fetched).
+      if (url.pathname === "/api/models/org/bge-m3/revision/main") {
+        return Response.json({ sha: COMMIT, siblings: [...listFolder(fixture("bge-m3-baai")), ...BAAI_EXTRA].map((rfilename) => ({ rfilename })) });
+      }
+      const file = new RegExp(`^/org/(tiny|bge-m3)/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
       if (file) {
-        const p = join(source, decodeURIComponent(file[1]!));
+        const p = join(file[1] === "tiny" ? source : fixture("bge-m3-baai"), decodeURIComponent(file[2]!));
         return existsSync(p) ? new Response(Bun.file(p)) : new Response("missing", { status: 404 });
       }
       return new Response("not found", { status: 404 });
@@ -81,6 +86,25 @@ describe("hub download", () => {
     expect(r.files).toContain("onnx/model_quantized.onnx");
     expect(r.files).not.toContain("onnx/model.onnx");
     expect(requests.some((q) => q.path === "/api/models/org/tiny/revision/v1")).toBe(true);
+  });
+
+  test("BAAI/bge-m3's layout: the pickled heads and every external data file the graph names are fetched, and the folder serves all three outputs", async () => {
+    const s = settings();
+    const r = await resolveModel("org/bge-m3", "main", "auto", s);
+    expect(r.files).toEqual(expect.arrayContaining(["sparse_linear.pt", "colbert_linear.pt", "onnx/model.onnx", "onnx/model.onnx_data", "onnx/Constant_123_attr__value", "1_Pooling/config.json"]));
+    for (const f of BAAI_EXTRA) expect(r.files).not.toContain(f);
+    expect(requests.filter((q) => q.path.startsWith("/org/bge-m3/resolve/")).length).toBe(r.files.length);
+    const server = await startTestServer({ "model-id": r.dir, "served-model-name": "m3" });
+    try {
+      const want = (await reference("bge-m3")).cases[3];
+      const { status, json } = await postJson(`${server.url}/embeddings`, { model: "m3", input: want.text, output: ["dense", "sparse", "multi_vector"] });
+      expect(status).toBe(200);
+      expect(maxAbsDiff(json.data[0].embedding.dense, want.dense)).toBeLessThanOrEqual(1e-4);
+      expect(sparseDiff(json.data[0].embedding.sparse, want.sparse)).toBeLessThanOrEqual(1e-4);
+      expect(json.data[0].embedding.multi_vector.length).toBe(want.multi_vector.length);
+    } finally {
+      await server.shutdown();
+    }
   });
 
   test("clear errors: no ONNX export, unknown revision, gated model, unreachable hub, offline without cache", async () => {
