@@ -10,6 +10,7 @@ import type { DenseLayer } from "../src/model/dense";
 import { headGraph } from "../src/model/dense-graph";
 import { sessionOptions } from "../src/model/onnx";
 import { applyDense } from "../src/tasks/embed";
+import { uniform } from "./model";
 
 const arg = (name: string, d: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -22,8 +23,8 @@ const reps = Number(arg("reps", "5"));
 const warmup = Number(arg("warmup", "1"));
 const threads = Number(arg("threads", "1"));
 
-let seed = 11;
-const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32 - 0.5);
+const draw = uniform(11);
+const rand = () => draw() - 0.5;
 const states = Float32Array.from({ length: docs * tokens * hidden }, () => rand() * 4);
 const linear = (outFeatures: number, activation: DenseLayer["activation"]): DenseLayer => ({
   inFeatures: hidden, outFeatures, activation, residual: null,
