@@ -54,8 +54,8 @@ async function time(run: () => Promise<void> | void): Promise<{ wall: number[]; 
   return { wall, cpu };
 }
 
-let graphSparse = new Float32Array(0);
-let graphColbert = new Float32Array(0);
+let graphSparse: Float32Array = new Float32Array(0);
+let graphColbert: Float32Array = new Float32Array(0);
 const graph = await time(async () => {
   const out = await head.run({ x: new ort.Tensor("float32", states, [docs, tokens, hidden]) });
   graphSparse = out.sparse!.data as Float32Array;
