@@ -59,13 +59,25 @@ export function imageConfigFrom(pre: Record<string, unknown>, modelImageSize: nu
     resample: Number(pre.resample ?? 3),
     doCenterCrop: pre.do_center_crop === true || (pre.do_center_crop === undefined && "shortestEdge" in resizeTo),
     crop,
+    ...normalizationFrom(pre),
+    cropRounding: "floor",
+  };
+}
+
+/**
+ * The rescale / normalise settings transformers' image processor configs share (defaults: 1/255, mean and std 0.5;
+ * padding 0, transformers' float32(v * rescale_factor)).
+ */
+export function normalizationFrom(
+  pre: Record<string, unknown>,
+): Pick<ImageConfig, "doRescale" | "rescaleFactor" | "doNormalize" | "mean" | "std" | "doConvertRgb" | "fill" | "divideBy255"> {
+  return {
     doRescale: pre.do_rescale !== false,
     rescaleFactor: Number(pre.rescale_factor ?? 1 / 255),
     doNormalize: pre.do_normalize !== false,
     mean: triple(pre.image_mean, 0.5),
     std: triple(pre.image_std, 0.5),
     doConvertRgb: pre.do_convert_rgb !== false,
-    cropRounding: "floor",
     fill: 0,
     divideBy255: false,
   };
@@ -316,23 +328,40 @@ export function preprocessImage(img: RgbImage, cfg: ImageConfig): Float32Array {
   const cropW = cfg.doCenterCrop ? outW : img.width;
   const top = cropOffset(img.height, cropH, cfg.cropRounding);
   const left = cropOffset(img.width, cropW, cfg.cropRounding);
-  const plane = cropH * cropW;
-  const out = new Float32Array(3 * plane);
+  const out = new Float32Array(3 * cropH * cropW);
+  normalizeInto(img, top, left, cropH, cropW, cfg, out, 0);
+  return out;
+}
+
+/**
+ * The [3, height, width] region of `img` at (top, left), rescaled and normalised, written at `offset` of `out`
+ * (pixels outside the image are `fill` before rescaling, as a smaller image is padded).
+ */
+export function normalizeInto(
+  img: RgbImage,
+  top: number,
+  left: number,
+  height: number,
+  width: number,
+  cfg: Pick<ImageConfig, "doRescale" | "rescaleFactor" | "doNormalize" | "mean" | "std" | "fill" | "divideBy255">,
+  out: Float32Array,
+  offset: number,
+): void {
+  const plane = height * width;
   const scale = cfg.doRescale ? cfg.rescaleFactor : 1;
   const rescale = cfg.doRescale && cfg.divideBy255 ? (v: number) => Math.fround(v / 255) : (v: number) => Math.fround(v * scale);
   for (let c = 0; c < 3; c++) {
     const mean = cfg.doNormalize ? cfg.mean[c]! : 0;
     const std = cfg.doNormalize ? cfg.std[c]! : 1;
-    for (let y = 0; y < cropH; y++) {
+    for (let y = 0; y < height; y++) {
       const sy = y + top;
-      for (let x = 0; x < cropW; x++) {
+      for (let x = 0; x < width; x++) {
         const sx = x + left;
         const inside = sy >= 0 && sy < img.height && sx >= 0 && sx < img.width;
         const v = inside ? img.data[(sy * img.width + sx) * 3 + c]! : cfg.fill;
         // float32 at each step, as numpy does with float32 arrays.
-        out[c * plane + y * cropW + x] = Math.fround(Math.fround(rescale(v) - mean) / std);
+        out[offset + c * plane + y * width + x] = Math.fround(Math.fround(rescale(v) - mean) / std);
       }
     }
   }
-  return out;
 }

@@ -5,15 +5,27 @@ import { audioConfigFrom } from "./audio";
 import { AudioPreprocessor } from "./audio-features";
 import { imageConfigFrom, preprocessImage, type ImageConfig } from "./image";
 import { decodeImage } from "./image-decode";
+import { idefics3ConfigFrom, isIdefics3, preprocessIdefics3 } from "./idefics3";
 import type { MediaRequest, MediaResponse } from "./protocol";
 
 declare const self: Worker;
 
-type Preprocessor = { process(bytes: Uint8Array): Promise<Float32Array> };
+/** One input's tensor; an image split into tiles (Idefics3) also gives its grid of rows x cols. */
+type Preprocessor = { process(bytes: Uint8Array): Promise<Float32Array | { data: Float32Array; grid: [number, number] }> };
 const preprocessors = new Map<string, Preprocessor>();
 
 function imagePreprocessor(cfg: ImageConfig, maxPixels: number): Preprocessor {
   return { process: async (bytes) => preprocessImage(await decodeImage(bytes, { maxPixels }), cfg) };
+}
+
+function tiledImagePreprocessor(pre: Record<string, unknown>, imageSize: number | null, maxPixels: number): Preprocessor {
+  const cfg = idefics3ConfigFrom(pre, imageSize);
+  return {
+    async process(bytes) {
+      const t = preprocessIdefics3(await decodeImage(bytes, { maxPixels }), cfg);
+      return { data: t.data, grid: [t.rows, t.cols] };
+    },
+  };
 }
 
 async function handle(msg: MediaRequest): Promise<MediaResponse> {
@@ -21,14 +33,17 @@ async function handle(msg: MediaRequest): Promise<MediaResponse> {
     preprocessors.set(
       msg.key,
       msg.modality === "image"
-        ? imagePreprocessor(imageConfigFrom(msg.preprocessor, msg.imageSize), msg.maxPixels)
+        ? isIdefics3(msg.preprocessor)
+          ? tiledImagePreprocessor(msg.preprocessor, msg.imageSize, msg.maxPixels)
+          : imagePreprocessor(imageConfigFrom(msg.preprocessor, msg.imageSize), msg.maxPixels)
         : new AudioPreprocessor(audioConfigFrom(msg.preprocessor)),
     );
     return { id: msg.id, ok: true };
   }
   const p = preprocessors.get(msg.key);
   if (!p) return { id: msg.id, ok: false, error: `media preprocessor ${msg.key} is not loaded in this worker`, code: "internal", invalidInput: false };
-  return { id: msg.id, ok: true, data: await p.process(msg.bytes) };
+  const out = await p.process(msg.bytes);
+  return out instanceof Float32Array ? { id: msg.id, ok: true, data: out } : { id: msg.id, ok: true, data: out.data, grid: out.grid };
 }
 
 self.onmessage = async (event: MessageEvent<MediaRequest>) => {

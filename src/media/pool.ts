@@ -13,6 +13,13 @@ export interface MediaTowerSpec {
   maxPixels: number;
 }
 
+/** An image's tiles ([tiles, 3, tile, tile] float32) and its grid (0 x 0: one tile, not split). */
+export interface TiledPixels {
+  data: Float32Array;
+  rows: number;
+  cols: number;
+}
+
 export class MediaPool {
   private readonly workers: WorkerPool<MediaRequest, MediaResponse>;
   private readonly loadedKeys = new Set<string>();
@@ -30,19 +37,32 @@ export class MediaPool {
   }
 
   /** Preprocesses each input; a bad input fails the whole call with an error naming it (`input[i]`). */
-  async process(key: string, inputs: readonly Uint8Array[], param = "input"): Promise<Float32Array[]> {
+  async process(key: string, inputs: readonly Uint8Array[], param = "input", firstIndex = 0): Promise<Float32Array[]> {
+    return (await this.answers(key, inputs, param, firstIndex)).map((r) => r.data!);
+  }
+
+  /** Images split into tiles (Idefics3): each one's tiles and its grid of rows x cols (0 x 0: not split). */
+  async processTiled(key: string, inputs: readonly Uint8Array[], param = "input", firstIndex = 0): Promise<TiledPixels[]> {
+    return (await this.answers(key, inputs, param, firstIndex)).map((r) => {
+      if (!r.grid) throw new Error(`media preprocessor ${key} does not split images into tiles`);
+      return { data: r.data!, rows: r.grid[0], cols: r.grid[1] };
+    });
+  }
+
+  /** `firstIndex`: where these inputs start in the request's list (errors name `param[firstIndex + i]`). */
+  private async answers(key: string, inputs: readonly Uint8Array[], param: string, firstIndex: number): Promise<Array<Extract<MediaResponse, { ok: true }>>> {
     if (this.workers.isClosed) throw new Error("media pool is closed");
     if (!this.loadedKeys.has(key)) throw new Error(`media preprocessor ${key} is not loaded`);
-    const one = inputs.length === 1;
+    const one = inputs.length === 1 && firstIndex === 0;
     return Promise.all(
       inputs.map(async (bytes, i) => {
         const r = await this.workers.sendToLeastBusy({ type: "process", id: this.workers.id(), key, bytes }, 1);
-        const where = one && param === "input" ? "`input`" : `\`${param}[${i}]\``;
+        const where = one && param === "input" ? "`input`" : `\`${param}[${firstIndex + i}]\``;
         if (!r.ok) {
-          if (r.invalidInput) throw new InvalidMedia(`${where}: ${r.error}`, one ? param : `${param}[${i}]`, r.code);
+          if (r.invalidInput) throw new InvalidMedia(`${where}: ${r.error}`, one ? param : `${param}[${firstIndex + i}]`, r.code);
           throw new Error(r.error);
         }
-        return r.data!;
+        return r;
       }),
     );
   }

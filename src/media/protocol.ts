@@ -7,5 +7,5 @@ export type MediaRequest =
   | { type: "process"; id: number; key: string; bytes: Uint8Array };
 
 export type MediaResponse =
-  | { id: number; ok: true; data?: Float32Array }
+  | { id: number; ok: true; data?: Float32Array; grid?: [number, number] }
   | { id: number; ok: false; error: string; code: string; invalidInput: boolean };

@@ -571,8 +571,8 @@ export async function similarityScores(model: SimilarityModel, query: string, do
     const tokens = [...q.tokens];
     let queueMs = q.queueMs;
     let inferenceMs = q.inferenceMs;
-    for (const [a, b] of documentChunks(files.length, cp.colpali.tokens.imageIds.length, ctx.config.maxVectorsPerRequest)) {
-      const d = await colpaliImages(cp, files.slice(a, b), signal);
+    for (const [a, b] of documentChunks(files.length, cp.colpali.maxImageVectors, ctx.config.maxVectorsPerRequest)) {
+      const d = await colpaliImages(cp, files.slice(a, b), signal, field, null, a);
       for (const m of d.results) scores.push(maxSim(q.results[0]!, m));
       tokens.push(...d.tokens);
       queueMs += d.queueMs;
@@ -659,11 +659,14 @@ export function checkVectorCount(vectors: number, maxVectors: number, param: str
   }
 }
 
-/** ColPali vectors of image files: preprocessed in the media workers, then run; tokens: each image's tokens. */
-async function colpaliImages(model: ColPaliServed, files: Uint8Array[], signal: AbortSignal) {
-  const cp = model.colpali;
-  const out = await cp.images.submit(await cp.prepare(files), signal);
-  return { ...out, tokens: files.map(() => cp.tokens.imageIds.length) };
+/**
+ * ColPali / ColModernVBERT vectors of image files: preprocessed in the media workers, counted against maxVectors
+ * (null: no bound) before they run; tokens: each image's prompt tokens (its vectors).
+ */
+async function colpaliImages(model: ColPaliServed, files: Uint8Array[], signal: AbortSignal, field: string, maxVectors: number | null, firstIndex = 0) {
+  const prepared = await model.colpali.prepare(files, field, firstIndex);
+  if (maxVectors !== null) checkVectorCount(prepared.vectors.reduce((a, b) => a + b, 0), maxVectors, field);
+  return { ...(await prepared.run(signal)), tokens: prepared.vectors };
 }
 
 export type ColPaliServed = Extract<ServedModel, { task: "multivector" }> & { colpali: ColPaliModel };
@@ -685,12 +688,12 @@ export async function colpaliEmbed(
   const cp = model.colpali;
   if (modality === "image") {
     const files = await mediaFiles(input, "image", ctx, signal, field.name);
-    const perImage = cp.tokens.imageIds.length;
-    if (maxVectors !== null) checkVectorCount(files.length * perImage, maxVectors, field.name);
-    return colpaliImages(model, files, signal);
+    // ColPali's images all give the same count: a request past the bound is refused before preprocessing.
+    if (maxVectors !== null && cp.layout.kind === "paligemma") checkVectorCount(files.length * cp.maxImageVectors, maxVectors, field.name);
+    return colpaliImages(model, files, signal, field.name, maxVectors);
   }
   if (Array.isArray(input) && input.some((x) => typeof x !== "string")) {
-    throw new InvalidInput(`\`${field.name}\` of a ColPali model must be text (queries) or, with modality "image", images`, field.name);
+    throw new InvalidInput(`\`${field.name}\` of a ColPali or ColModernVBERT model must be text (queries) or, with modality "image", images`, field.name);
   }
   const texts = checkTexts(input as string | string[], field.name, ctx.config);
   const encoded = await model.encode(texts.map((t) => colpaliQueryText(cp.layout, cp.tokens, t)));

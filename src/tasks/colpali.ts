@@ -20,16 +20,52 @@ export interface ColPaliTokens {
   bos: string;
   /** The query augmentation token: the tokenizer's pad token. */
   augmentation: string;
-  /** input_ids of an image document: image_seq_length image tokens, then `<bos>{visual_prompt_prefix}\n`. */
+  /**
+   * input_ids of an image document: image_seq_length image tokens, then `<bos>{visual_prompt_prefix}\n` (ColPali);
+   * ColModernVBERT: the prompt of an unsplit image (a split one's depends on its grid: tiledImageText).
+   */
   imageIds: Int32Array;
+  /** The image token as text. */
+  imageToken: string;
   /** Special tokens the tokenizer's template adds around a text, stripped (the processor adds none). */
   before: number;
   after: number;
 }
 
-/** ColPaliProcessor's query string: `<bos>{query_prefix}{query}` + augmentation x 10 + "\n". */
+/**
+ * The query string: ColPaliProcessor's `<bos>{query_prefix}{query}` + augmentation x 10 + "\n"; ColModernVBertProcessor's
+ * `{query_prefix}{query}` + `<end_of_utterance>` x 10 (the tokenizer's template then adds its special tokens).
+ */
 export function colpaliQueryText(layout: ColPaliLayout, tokens: Pick<ColPaliTokens, "bos" | "augmentation">, query: string): string {
-  return `${tokens.bos}${layout.queryPrefix}${query}${tokens.augmentation.repeat(QUERY_AUGMENTATION_COUNT)}\n`;
+  const augmentation = tokens.augmentation.repeat(QUERY_AUGMENTATION_COUNT);
+  if (layout.kind === "idefics3") return `${layout.queryPrefix}${query}${augmentation}`;
+  return `${tokens.bos}${layout.queryPrefix}${query}${augmentation}\n`;
+}
+
+/** The Idefics3 prompt tokens ColModernVBertProcessor writes around each tile's image tokens. */
+export const IDEFICS3_TOKENS = { fakeImage: "<fake_token_around_image>", globalImage: "<global-img>", endOfUtterance: "<end_of_utterance>" } as const;
+
+/**
+ * ColModernVBertProcessor's image prompt: visual_prompt_prefix with its image token replaced by the image's tokens:
+ * unsplit, `<fake_token_around_image><global-img>` + image_seq_len image tokens + `<fake_token_around_image>`; split
+ * into rows x cols, per row each tile's `<fake_token_around_image><row_r_col_c>` + image tokens, then "\n", and the
+ * global image after one more "\n".
+ */
+export function tiledImageText(layout: ColPaliLayout, imageToken: string, rows: number, cols: number): string {
+  const { fakeImage, globalImage } = IDEFICS3_TOKENS;
+  const tile = imageToken.repeat(layout.imageSeqLength);
+  const global = `${fakeImage}${globalImage}${tile}${fakeImage}`;
+  let text = "";
+  if (rows === 0 && cols === 0) text = global;
+  else {
+    for (let r = 1; r <= rows; r++) {
+      for (let c = 1; c <= cols; c++) text += `${fakeImage}<row_${r}_col_${c}>${tile}`;
+      text += "\n";
+    }
+    text += `\n${global}`;
+  }
+  // Only the first image token of the prefix: the processor reads one image per prompt.
+  return layout.visualPromptPrefix.replace(imageToken, () => text);
 }
 
 /** ColPaliProcessor's image prompt: the image token image_seq_length times, then `<bos>{visual_prompt_prefix}\n`. */
@@ -50,6 +86,7 @@ export async function colpaliTokens(
   specials: { before: number; after: number },
   idToToken: (id: number) => string | undefined,
 ): Promise<ColPaliTokens> {
+  if (layout.kind === "idefics3") return tiledTokens(layout, tokenize, tokenId, idToToken);
   const named = (k: string) => (typeof tokenizerConfig[k] === "string" ? (tokenizerConfig[k] as string) : undefined);
   const bos = named("bos_token");
   const pad = named("pad_token");
@@ -63,14 +100,42 @@ export async function colpaliTokens(
   if (count !== layout.imageSeqLength) {
     throw new ModelLoadError(`the image prompt tokenizes to ${count} image tokens; the image processor's image_seq_length is ${layout.imageSeqLength}`);
   }
-  return { bos, augmentation: pad, imageIds: Int32Array.from(ids), ...specials };
+  return { bos, augmentation: pad, imageIds: Int32Array.from(ids), imageToken, ...specials };
+}
+
+/**
+ * ColModernVBERT's tokens: the query augmentation token `<end_of_utterance>`, the image token and the Idefics3 prompt
+ * tokens, each one token of the vocabulary. Queries and image prompts keep the tokenizer's own special tokens (the
+ * processor does), so none are stripped; imageIds is the unsplit image's prompt.
+ */
+async function tiledTokens(
+  layout: ColPaliLayout,
+  tokenize: (text: string) => Promise<number[]>,
+  tokenId: (t: string) => number | undefined,
+  idToToken: (id: number) => string | undefined,
+): Promise<ColPaliTokens> {
+  const imageToken = layout.imageTokenId !== null ? idToToken(layout.imageTokenId) : "<image>";
+  const imageId = imageToken !== undefined ? tokenId(imageToken) : undefined;
+  if (imageToken === undefined || imageId === undefined) throw new ModelLoadError("a ColModernVBERT model's tokenizer needs its image token (<image>)");
+  const needed = [...Object.values(IDEFICS3_TOKENS), "<row_1_col_1>"];
+  const missing = needed.filter((t) => tokenId(t) === undefined);
+  if (missing.length) throw new ModelLoadError(`a ColModernVBERT model's tokenizer needs the Idefics3 prompt tokens; it lacks ${missing.join(", ")}`);
+  if (!layout.visualPromptPrefix.includes(imageToken)) {
+    throw new ModelLoadError(`the visual prompt ${JSON.stringify(layout.visualPromptPrefix)} has no ${imageToken} to put the image in`);
+  }
+  const ids = await tokenize(tiledImageText(layout, imageToken, 0, 0));
+  const count = ids.filter((i) => i === imageId).length;
+  if (count !== layout.imageSeqLength) {
+    throw new ModelLoadError(`the image prompt tokenizes to ${count} image tokens; image_seq_len is ${layout.imageSeqLength}`);
+  }
+  return { bos: "", augmentation: IDEFICS3_TOKENS.endOfUtterance, imageIds: Int32Array.from(ids), imageToken, before: 0, after: 0 };
 }
 
 /** Text input_type for a ColPali model: text is always a query (documents are images). */
 export function colpaliTextKind(inputType: string | undefined): "query" {
   if (inputType === undefined || inputType === "query" || inputType === "search_query") return "query";
   throw new InvalidInput(
-    `a ColPali model encodes text as queries only (input_type query); documents are images: send them with modality "image", got input_type "${inputType}"`,
+    `a ColPali or ColModernVBERT model encodes text as queries only (input_type query); documents are images: send them with modality "image", got input_type "${inputType}"`,
     "input_type",
   );
 }
@@ -82,7 +147,7 @@ export function colpaliTextKind(inputType: string | undefined): "query" {
  */
 export function colpaliQueryInput(enc: Encoded, tokens: ColPaliTokens, maxLength: number, param: string): MultiVectorInput {
   if (enc.fullLength !== undefined) {
-    throw new InputTooLong(`\`${param}\` has ${enc.fullLength - tokens.before - tokens.after} tokens as a ColPali query; the model takes at most ${maxLength - tokens.before - tokens.after}`, param);
+    throw new InputTooLong(`\`${param}\` has ${enc.fullLength - tokens.before - tokens.after} tokens as a ColPali or ColModernVBERT query; the model takes at most ${maxLength - tokens.before - tokens.after}`, param);
   }
   const ids = enc.ids.subarray(tokens.before, enc.ids.length - tokens.after);
   const n = ids.length;
@@ -163,6 +228,67 @@ export function colpaliImageBatches(pixelShape: readonly number[], tokensPerImag
     lengthOf: () => tokensPerImage,
     assemble(inputs) {
       return { tensors: stack.assemble(inputs).tensors, padded: inputs.length * tokensPerImage };
+    },
+  };
+}
+
+/** A ColModernVBERT image document: its tiles ([tiles, 3, tile, tile]) and its prompt's ids. */
+export interface TiledImageInput {
+  pixels: Float32Array;
+  tiles: number;
+  ids: Int32Array;
+}
+
+/** Rows x tiles x tile pixels, and the padded prompt ids with their attention mask. */
+export interface TiledImageBatch {
+  ids: Int32Array;
+  mask: Int32Array;
+  seqLen: number;
+  pixels: FeatureBatch;
+  lengths: number[];
+}
+
+/**
+ * ColModernVBERT image batches: prompts right-padded with the pad id, tiles padded with all-zero tiles to the batch's
+ * most (the model drops all-zero tiles as padding); an image costs its prompt's tokens in the token budget.
+ */
+export function tiledImageBatches(padId: number, tileShape: readonly number[]): BatchInput<TiledImageInput, TiledImageBatch> {
+  const plane = tileShape.reduce((a, b) => a * b, 1);
+  return {
+    lengthOf: (x) => x.ids.length,
+    assemble(inputs) {
+      const batch = inputs.length;
+      let seqLen = 1;
+      let tiles = 1;
+      for (const x of inputs) {
+        if (x.ids.length > seqLen) seqLen = x.ids.length;
+        if (x.tiles > tiles) tiles = x.tiles;
+      }
+      const ids = new Int32Array(batch * seqLen).fill(padId);
+      const mask = new Int32Array(batch * seqLen);
+      const data = new Float32Array(batch * tiles * plane);
+      inputs.forEach((x, b) => {
+        ids.set(x.ids, b * seqLen);
+        mask.fill(1, b * seqLen, b * seqLen + x.ids.length);
+        data.set(x.pixels, b * tiles * plane);
+      });
+      const pixels = { data, dims: [batch, tiles, ...tileShape] };
+      return { tensors: { ids, mask, seqLen, pixels, lengths: inputs.map((x) => x.ids.length) }, padded: batch * seqLen };
+    },
+  };
+}
+
+/** ColModernVBERT image documents: every prompt position's vector (the model zeroes the padding's). */
+export function tiledImageRunner(session: Pick<ModelSession, "runFeeds">, output: string): Runner<MultiVector, TiledImageBatch> {
+  return {
+    async run(t) {
+      const batch = t.lengths.length;
+      const out = await session.runFeeds(
+        { input_ids: { data: t.ids, dims: [batch, t.seqLen] }, attention_mask: { data: t.mask, dims: [batch, t.seqLen] }, pixel_values: t.pixels },
+        output,
+      );
+      checkDims(out.dims);
+      return t.lengths.map((n, b) => readMultiVector(out.data, out.dims, b, new Uint8Array(n).fill(1)));
     },
   };
 }

@@ -130,7 +130,7 @@ describe("ColPali errors", () => {
   test("a query longer than the model takes is refused (cutting it would drop its augmentation tokens)", async () => {
     const { status, json } = await postJson(`${url}/embeddings`, { model: "colpali", input: "word ".repeat(400) });
     expect(status).toBe(413);
-    expect(json.error.message).toContain("as a ColPali query");
+    expect(json.error.message).toContain("as a ColPali or ColModernVBERT query");
   });
 
   test("document text, audio, prompt_name and a bad image answer 400 and the server keeps serving", async () => {

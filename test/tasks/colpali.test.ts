@@ -1,12 +1,13 @@
-// ColPali's layout (where prompts, image settings and image_seq_length come from; which vision retrievers are
-// refused) and its input preparation, without a model run (those are in test/server/colpali.test.ts).
+// ColPali's and ColModernVBERT's layouts (where prompts, image settings and image_seq_length come from; which vision
+// retrievers are refused) and their input preparation, without a model run (those are in test/server/colpali.test.ts
+// and test/server/colmodernvbert.test.ts).
 import { describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { COLPALI_DEFAULTS, colpaliLayout, readLayout } from "../../src/model/layout";
+import { COLMODERNVBERT_DEFAULTS, COLPALI_DEFAULTS, colpaliLayout, readLayout } from "../../src/model/layout";
 import { Engine } from "../../src/engine/engine";
-import { colpaliImageBatches, colpaliImageRunner, colpaliImageText, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTextKind, colpaliTokens } from "../../src/tasks/colpali";
+import { colpaliImageBatches, colpaliImageRunner, colpaliImageText, colpaliQueryInput, colpaliQueryRunner, colpaliQueryText, colpaliTextKind, colpaliTokens, tiledImageText } from "../../src/tasks/colpali";
 import { multiVectorBatches } from "../../src/tasks/multivector";
 import type { Feed } from "../../src/model/session";
 import { InputTooLong, InvalidInput, ModelLoadError } from "../../src/errors";
@@ -20,6 +21,49 @@ const PALIGEMMA = {
   vision_config: { model_type: "siglip_vision_model", image_size: 448, patch_size: 14 },
 };
 const SIGLIP_448 = { image_processor_type: "SiglipImageProcessor", size: { height: 448, width: 448 }, resample: 3, image_seq_length: 1024 };
+
+// The real ModernVBERT/colmodernvbert shapes: 512 px tiles, patch 16, pixel shuffle 4 -> 64 image tokens per tile.
+const MODERNVBERT = {
+  model_type: "modernvbert",
+  image_token_id: 50407,
+  pixel_shuffle_factor: 4,
+  text_config: { model_type: "modernbert", max_position_embeddings: 8192 },
+  vision_config: { model_type: "siglip_vision_model", image_size: 512, patch_size: 16 },
+};
+const IDEFICS3_2048 = {
+  image_processor_type: "Idefics3ImageProcessor", size: { longest_edge: 2048 }, max_image_size: { longest_edge: 512 }, resample: 1,
+  do_image_splitting: true, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5],
+};
+
+describe("ColModernVBERT layout and prompts", () => {
+  test("transformers' layout: image_seq_len from processor_config.json (else (tile / patch)^2 / shuffle^2), transformers' default prompts", () => {
+    const l = colpaliLayout({ model_type: "colmodernvbert", vlm_config: MODERNVBERT, embedding_dim: 128 }, { image_processor: IDEFICS3_2048 }, null)!;
+    expect(l.kind).toBe("idefics3");
+    expect(l.imageSeqLength).toBe(64);
+    expect(l.imageTokenId).toBe(50407);
+    expect(l.dim).toBe(128);
+    expect(l.queryPrefix).toBe("");
+    expect(l.visualPromptPrefix).toBe(COLMODERNVBERT_DEFAULTS.visualPromptPrefix);
+    expect(colpaliLayout({ model_type: "colmodernvbert", vlm_config: MODERNVBERT }, { image_seq_len: 16, query_prefix: "Q: " }, IDEFICS3_2048)!.imageSeqLength).toBe(16);
+  });
+
+  test("the original / Qdrant export: a flat ModernVBert config naming ColModernVBert", () => {
+    const l = colpaliLayout({ ...MODERNVBERT, architectures: ["ColModernVBert"] }, { image_seq_len: 64, processor_class: "ColModernVBertProcessor" }, IDEFICS3_2048)!;
+    expect(l.kind).toBe("idefics3");
+    expect(l.imageSize).toBe(512);
+  });
+
+  test("query and image prompt strings are ColModernVBertProcessor's (unsplit, and a 2 x 3 grid)", () => {
+    const l = { ...colpaliLayout({ model_type: "colmodernvbert", vlm_config: MODERNVBERT }, { image_seq_len: 2 }, IDEFICS3_2048)!, queryPrefix: "Q: " };
+    expect(colpaliQueryText(l, { bos: "", augmentation: "<end_of_utterance>" }, "what?")).toBe(`Q: what?${"<end_of_utterance>".repeat(10)}`);
+    const [pre, post] = ["<|begin_of_text|>User:", "Describe the image.<end_of_utterance>\nAssistant:"];
+    const tile = "<image><image>";
+    const global = `<fake_token_around_image><global-img>${tile}<fake_token_around_image>`;
+    expect(tiledImageText(l, "<image>", 0, 0)).toBe(`${pre}${global}${post}`);
+    const row = (r: number) => [1, 2, 3].map((c) => `<fake_token_around_image><row_${r}_col_${c}>${tile}`).join("") + "\n";
+    expect(tiledImageText(l, "<image>", 2, 3)).toBe(`${pre}${row(1)}${row(2)}\n${global}${post}`);
+  });
+});
 
 describe("colpaliLayout", () => {
   test("a merged PaliGemma export: image settings from preprocessor_config.json, prefixes default to transformers'", () => {
@@ -46,9 +90,17 @@ describe("colpaliLayout", () => {
     expect(colpaliLayout({ ...PALIGEMMA, text_config: {}, vision_config: { image_size: 224, patch_size: 14 } }, null, noSeq)!.imageSeqLength).toBe(256);
   });
 
-  test("ColModernVBERT and ColQwen2 are refused by name; a ColPali without image settings is refused; others are not ColPali", () => {
-    expect(() => colpaliLayout({ model_type: "colmodernvbert", architectures: ["ColModernVBertForRetrieval"] }, null, null)).toThrow(/ColModernVBERT .* is not supported/);
-    expect(() => colpaliLayout({ model_type: "idefics3" }, null, null)).toThrow(ModelLoadError);
+  test("ColQwen2, Idefics3 and a ModernVBert without the retrieval head are refused by name; a ColPali or ColModernVBERT without image settings is refused; others are not ColPali", () => {
+    expect(() => colpaliLayout({ model_type: "idefics3" }, null, null)).toThrow(
+      "idefics3: Idefics3 (a generative vision-language model, not a retriever) is not supported; of the late-interaction vision retrievers this server serves ColPali (PaliGemma) and ColModernVBERT",
+    );
+    expect(() => colpaliLayout({ model_type: "modernvbert", architectures: ["ModernVBertForMaskedLM"] }, null, null)).toThrow(
+      "ModernVBertForMaskedLM: ModernVBERT without the ColModernVBert retrieval head (no multi-vector projection) is not supported",
+    );
+    expect(() => colpaliLayout({ model_type: "colmodernvbert", vlm_config: MODERNVBERT }, null, null)).toThrow("a ColModernVBERT model needs its image processor settings");
+    expect(() => colpaliLayout({ model_type: "colmodernvbert", vlm_config: MODERNVBERT }, null, SIGLIP_448)).toThrow(
+      'a ColModernVBERT model needs an Idefics3 image processor (image_processor_type Idefics3ImageProcessor), got "SiglipImageProcessor"',
+    );
     expect(() => colpaliLayout({ model_type: "qwen2_vl", architectures: ["ColQwen2ForRetrieval"] }, null, null)).toThrow(/ColQwen2/);
     expect(() => colpaliLayout(PALIGEMMA, null, null)).toThrow(/image processor settings/);
     expect(colpaliLayout({ model_type: "clip", vision_config: {} }, null, {})).toBeNull();
@@ -91,7 +143,7 @@ describe("ColPali inputs", () => {
   });
 
   test("the tokenizer template's own special tokens are stripped; a cut query is refused", () => {
-    const tokens = { bos: "<bos>", augmentation: "<pad>", imageIds: new Int32Array(), before: 1, after: 1 };
+    const tokens = { bos: "<bos>", augmentation: "<pad>", imageIds: new Int32Array(), imageToken: "<image>", before: 1, after: 1 };
     const x = colpaliQueryInput({ ids: Int32Array.of(101, 2, 7, 8, 102), typeIds: null }, tokens, 512, "input");
     expect(Array.from(x.ids)).toEqual([2, 7, 8]);
     expect(x.tokens).toBe(3);

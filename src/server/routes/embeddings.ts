@@ -76,7 +76,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         const seqs = typeof input[0] === "number" ? [input as number[]] : (input as number[][]);
         checkCount(seqs.length, "input", ctx.config);
         if (ctx.config.openaiTokenIds === "model") {
-          if (colpali) throw new InvalidInput(`model "${model.name}" (ColPali) takes text, not token ids`, "input");
+          if (colpali) throw new InvalidInput(`model "${model.name}" (ColPali or ColModernVBERT) takes text, not token ids`, "input");
           modelIds = seqs;
         } else {
           // OpenAI clients (LangChain's OpenAIEmbeddings by default) send cl100k_base token ids: decode them to text.
@@ -142,7 +142,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         let answer: { results: MultiVector[]; usage: { prompt_tokens: number; total_tokens: number }; queueMs: number; inferenceMs: number };
         if (model.colpali) {
           if (modality !== "text" && modality !== "image") throw new InvalidInput(`model "${model.name}" serves text and image; modality "${modality}" is not supported by it`, "modality");
-          if (body.prompt_name !== undefined) throw new InvalidInput("prompt_name does not apply to a ColPali model (its query prefix is in processor_config.json)", "prompt_name");
+          if (body.prompt_name !== undefined) throw new InvalidInput("prompt_name does not apply to a ColPali or ColModernVBERT model (its query prefix is in processor_config.json)", "prompt_name");
           if (modality === "image" && body.input_type !== undefined) throw new InvalidInput("input_type applies to text only, not to modality image", "input_type");
           if (modality === "text") colpaliTextKind(body.input_type);
           const field = { name: "input", single: typeof input === "string" };
