@@ -31,6 +31,8 @@ export interface ModelConfig {
   load: LoadPolicy;
   /** Unload after this many seconds without requests (0: never). */
   idleUnloadSeconds: number;
+  /** Token limit of one input (truncation), instead of the model's own; 0: the model's own. */
+  maxLength: number;
   /** A local file of int8/uint8 calibration ranges (per-dimension min and max), or null: calibration-free scale. */
   quantizationRanges: string | null;
   /** Weight of an inference-free sparse model's query token absent from idf.json: 0 (model cards) or 1 (OpenSearch). */
@@ -177,6 +179,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "int8/uint8 calibration of an embedding model: a local file with the per-dimension min and max of calibration embeddings (JSON {\"min\": [...], \"max\": [...]} or a .npy of shape (2, dim)); int8/uint8 then follow sentence-transformers' quantize_embeddings with those ranges instead of the per-vector scale; checked at load" },
   { name: "idf-missing-weight", kind: "enum", perModel: true, repeatable: true, default: "0", choices: ["0", "1"],
     help: "weight of a query token absent from idf.json (inference-free sparse models in the older OpenSearch layout): 0 as the model cards' usage code, 1 as OpenSearch's in-cluster neural_sparse query (ml-commons' sparse tokenizer and neural-search's analyzer); refused at load for a model without idf.json" },
+  { name: "max-length", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = the model's own",
+    help: "tokens an input is truncated to, instead of the model's own limit (sentence-transformers max_seq_length, else the tokenizer's model_max_length, within max_position_embeddings; LLM rerankers at most 8192, the Qwen3-Reranker model card's max_length); at most the model's positions; text models only (not ColBERT / ColPali / image or audio models)" },
   // Server options.
   { name: "host", kind: "string", perModel: false, default: "0.0.0.0", help: "address to listen on" },
   { name: "port", kind: "int", perModel: false, default: 7997, help: "port to listen on" },
@@ -405,6 +409,7 @@ export function buildConfig(src: Sources): ServerConfig {
   const idleUnload = perModel("idle-unload-seconds");
   const ranges = perModel("quantization-ranges");
   const idfMissing = perModel("idf-missing-weight");
+  const maxLength = perModel("max-length");
 
   const modelConfigs: ModelConfig[] = modelIds.map((modelId, i) => {
     if (!modelId.trim()) throw new ConfigError(`model #${i + 1}: empty model id`);
@@ -436,6 +441,7 @@ export function buildConfig(src: Sources): ServerConfig {
       idleUnloadSeconds: idleUnload[i] as number,
       quantizationRanges: (ranges[i] as string | null) || null,
       idfMissingWeight: Number(idfMissing[i]),
+      maxLength: maxLength[i] as number,
     };
   });
   const seen = new Set<string>();

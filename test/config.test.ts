@@ -183,6 +183,17 @@ describe("--quantization-ranges", () => {
   });
 });
 
+describe("--max-length", () => {
+  test("per model, from flags, environment and file; 0 (the model's own) by default; negative refused", () => {
+    expect(build(["--model-id", "a"]).models[0]!.maxLength).toBe(0);
+    const c = build(["--model-id", "a", "--model-id", "b", "--max-length", "8192", "--max-length", "0"]);
+    expect(c.models.map((m) => m.maxLength)).toEqual([8192, 0]);
+    expect(build(["--model-id", "a"], { INFINITY_MAX_LENGTH: "512" }).models[0]!.maxLength).toBe(512);
+    expect(build([], {}, { models: [{ "model-id": "a", "max-length": 32768 }, { "model-id": "b" }] }).models.map((m) => m.maxLength)).toEqual([32768, 0]);
+    expect(() => build(["--model-id", "a", "--max-length", "-1"])).toThrow("flag --max-length: expected a non-negative integer");
+  });
+});
+
 describe("model lifecycle options", () => {
   test("--load and --idle-unload-seconds per model; the memory budget and load timeout per server", () => {
     const c = build(["--model-id", "a", "--model-id", "b", "--load", "startup", "--load", "on-demand", "--idle-unload-seconds", "30", "--max-models-memory-mb", "2048"]);

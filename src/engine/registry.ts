@@ -614,7 +614,7 @@ export class Registry {
       configs.map((c) =>
         resolveModel(c.modelId, c.revision, c.dtype, hub)
           .then((r) => {
-            const layout = readLayout(r.dir, r.files, c.dtype, c.poolingMethod);
+            const layout = readLayout(r.dir, r.files, c.dtype, c.poolingMethod, c.maxLength);
             return { layout, scope: modelCacheScope(c.modelId, r, layout) };
           })
           .catch(fail(c)),

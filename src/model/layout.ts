@@ -551,6 +551,14 @@ export interface RerankTemplate {
   noToken: string | null;
 }
 
+/**
+ * LLM rerankers' default max length: the Qwen3-Reranker model card's scoring code truncates each prompt to
+ * max_length = 8192 tokens, while its config.json allows 40,960 positions and its tokenizer_config says 131,072 (the
+ * card's prose says 32k context). The server scores as the card's code does; --max-length raises it up to the
+ * model's positions.
+ */
+export const LLM_RERANK_MAX_LENGTH = 8192;
+
 export const QWEN3_RERANK_TEMPLATE: RerankTemplate = {
   prefix:
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. " +
@@ -838,7 +846,7 @@ export function towerTaskInstructions(config: Record<string, unknown>): Record<s
   return out;
 }
 
-export function readLayout(dir: string, files: readonly string[], dtype: Dtype, poolingOverride: PoolingMethod): ModelLayout {
+export function readLayout(dir: string, files: readonly string[], dtype: Dtype, poolingOverride: PoolingMethod, maxLengthOverride = 0): ModelLayout {
   const warnings: string[] = [];
   const config = readMetadata(dir, "config.json");
   if (!config) throw new ModelLoadError(`${dir}: missing config.json`);
@@ -946,11 +954,21 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
 
   // ColPali's positions are its text model's (PaliGemma's text_config, inside vlm_config for transformers' layout).
   const limit = positionLimit(colpali ? colpaliTextConfig(config) : config);
-  const maxLength = multivector ? Math.max(multivector.queryLength, multivector.documentLength) :
+  let maxLength = multivector ? Math.max(multivector.queryLength, multivector.documentLength) :
     Math.min(
       sane(stConfig?.max_seq_length) ?? sane(tokenizerConfig.model_max_length) ?? limit ?? 512,
       limit ?? Number.MAX_SAFE_INTEGER,
     );
+  if (rerankTemplate) maxLength = Math.min(maxLength, LLM_RERANK_MAX_LENGTH);
+  if (maxLengthOverride > 0) {
+    if (multivector || media || colpali) {
+      throw new ModelLoadError(`--max-length applies to text models; this ${multivector ? "multi-vector" : "multimodal"} model takes its lengths from its own configuration`);
+    }
+    if (limit !== null && maxLengthOverride > limit) {
+      throw new ModelLoadError(`--max-length ${maxLengthOverride} is more than the model's ${limit} positions (config.json max_position_embeddings)`);
+    }
+    maxLength = maxLengthOverride;
+  }
 
   const prompts: Record<string, string> = {};
   const stPrompts = stMeta?.prompts && typeof stMeta.prompts === "object" ? stMeta.prompts as Record<string, unknown> : null;

@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, copyFileSync, cpSync, readFileSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isTextInput } from "../../src/model/session";
-import { chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, multiVectorLayout, onnxFilesFor, looksLikeBgeM3, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { LLM_RERANK_MAX_LENGTH, chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, multiVectorLayout, onnxFilesFor, looksLikeBgeM3, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
 import { readDenseLayers } from "../../src/model/dense";
 import { denseHead } from "../../src/engine/registry";
 import { applyDense } from "../../src/tasks/embed";
@@ -247,6 +247,45 @@ describe("decoder rerankers", () => {
       const l = readLayout(fixture(name), listFolder(fixture(name)), "auto", "auto");
       expect([l.task, l.paddingSide, l.rerankTemplate !== null]).toEqual(["rerank", "left", true]);
     }
+  });
+});
+
+describe("max length: LLM rerankers' default and --max-length", () => {
+  /** A copy of a fixture whose config and tokenizer_config say what the hub's files say. */
+  function copyWith(name: string, config: Record<string, unknown>, tokenizerConfig: Record<string, unknown>): string {
+    const dir = mkdtempSync(join(tmpdir(), `${name}-`));
+    cpSync(fixture(name), dir, { recursive: true });
+    const edit = (file: string, extra: Record<string, unknown>) => writeFileSync(join(dir, file), JSON.stringify({ ...JSON.parse(readFileSync(join(dir, file), "utf8")), ...extra }));
+    edit("config.json", config);
+    edit("tokenizer_config.json", tokenizerConfig);
+    return dir;
+  }
+  // Qwen/Qwen3-Reranker-0.6B: config.json max_position_embeddings 40960, tokenizer_config.json model_max_length 131072
+  const hub = { max_position_embeddings: 40960 };
+  const tokenizer = { model_max_length: 131072 };
+
+  test("Qwen3-Reranker (and its -seq-cls conversion): 8192, the model card's max_length, not 40,960 positions; a Qwen3 embedder keeps the model's", () => {
+    expect(LLM_RERANK_MAX_LENGTH).toBe(8192);
+    for (const name of ["qwen3-rerank", "qwen3-rerank-seq-cls", "qwen3-rerank-keep"]) {
+      const dir = copyWith(name, hub, tokenizer);
+      expect(readLayout(dir, listFolder(dir), "auto", "auto").maxLength).toBe(8192);
+    }
+    const embed = copyWith("qwen3-embed", hub, tokenizer);
+    expect(readLayout(embed, listFolder(embed), "auto", "auto").maxLength).toBe(40960);
+    // a smaller limit of the model's own stays (the fixture's tokenizer says 224)
+    expect(readLayout(fixture("qwen3-rerank"), listFolder(fixture("qwen3-rerank")), "auto", "auto").maxLength).toBe(224);
+  });
+
+  test("--max-length replaces it, up to the model's positions; above them, or on a multi-vector or multimodal model, the load is refused", () => {
+    const dir = copyWith("qwen3-rerank", hub, tokenizer);
+    expect(readLayout(dir, listFolder(dir), "auto", "auto", 32768).maxLength).toBe(32768);
+    expect(readLayout(dir, listFolder(dir), "auto", "auto", 40960).maxLength).toBe(40960);
+    expect(() => readLayout(dir, listFolder(dir), "auto", "auto", 40961)).toThrow("--max-length 40961 is more than the model's 40960 positions");
+    const bert = fixture("bert-mean-norm");
+    expect(readLayout(bert, listFolder(bert), "auto", "auto").maxLength).toBe(48);
+    expect(readLayout(bert, listFolder(bert), "auto", "auto", 16).maxLength).toBe(16);
+    expect(() => readLayout(fixture("colbert-pylate"), listFolder(fixture("colbert-pylate")), "auto", "auto", 16)).toThrow("--max-length applies to text models");
+    expect(() => readLayout(fixture("clip"), listFolder(fixture("clip")), "auto", "auto", 16)).toThrow("--max-length applies to text models");
   });
 });
 
