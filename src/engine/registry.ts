@@ -17,6 +17,7 @@ import { primeRuntime } from "../model/prime";
 import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, readPickledHeads, type DenseLayer } from "../model/dense";
 import { onnxOutputNames } from "../model/onnx-graph";
+import { KEEP_LOGITS_INPUTS, lastPositionGraph, type LastPositionGraph } from "../model/logits-graph";
 import { classifyReader } from "../tasks/classify";
 import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader } from "../tasks/embed";
 import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
@@ -92,6 +93,14 @@ interface Base {
    * bytes one padded token adds to a batch's logits output (fullLogitsBytesPerToken); 0 for every other model.
    */
   fullLogitsBytesPerToken: number;
+  /**
+   * LLM rerankers (causal LM): which positions' logits the session computes: "last position (...)" when the graph was
+   * rewritten at load, "num_logits_to_keep" when the export takes it, "every position (reason)" otherwise; null for
+   * every other model.
+   */
+  llmLogits: string | null;
+  /** The rewritten graph the session reads (LLM rerankers), removed when the model is released. */
+  logitsGraph: LastPositionGraph | null;
   /** Tokenizes texts (or query/document pairs) in the worker pool. */
   encode(texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string; taskId?: number }): Promise<Encoded[]>;
   /** Counts content tokens of a text in-process (prompt lengths). */
@@ -260,9 +269,6 @@ export function estimateActivationBytesPerToken(config: Record<string, unknown>)
   const intermediate = Number(config.intermediate_size ?? config.n_inner ?? 4 * hidden) || 4 * hidden;
   return 4 * (6 * hidden + 2 * intermediate) * 2;
 }
-
-/** Inputs through which a decoder export returns only the last positions' logits (the server feeds 1). */
-export const KEEP_LOGITS_INPUTS: readonly string[] = ["num_logits_to_keep", "logits_to_keep"];
 
 /**
  * What one padded token adds to a batch through an LLM reranker's `logits` output when the export returns every
@@ -678,24 +684,27 @@ export class Registry {
     for (const e of enginesOf(m)) e.stop();
     if (m.task === "embed" && m.media) await m.media.session?.release().catch(() => {});
     await m.session.release().catch(() => {});
+    m.logitsGraph?.remove();
     await this.pool.unload(m.name).catch(() => {});
     returnFreedMemory();
   }
 
   private async loadOne(c: ModelConfig, layout: ModelLayout, cacheScope: string): Promise<ServedModel> {
     const sessions: ModelSession[] = [];
+    const graphs: LastPositionGraph[] = [];
     try {
-      return await this.assemble(c, layout, cacheScope, sessions);
+      return await this.assemble(c, layout, cacheScope, sessions, graphs);
     } catch (e) {
       // A model that fails after its sessions were created (tokenizer, media preprocessor) must not leave their
       // inference workers running: with on-demand loading a failed load can be tried again and again.
       for (const s of sessions) await s.release().catch(() => {});
+      for (const g of graphs) g.remove();
       throw e;
     }
   }
 
   /** Sessions, tokenizer and engines of one model; every session created is pushed to `sessions`. */
-  private async assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string, sessions: ModelSession[]): Promise<ServedModel> {
+  private async assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string, sessions: ModelSession[], graphs: LastPositionGraph[]): Promise<ServedModel> {
     for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
     if (c.idfMissingWeight !== 0 && !layout.sparse?.query?.idf) {
       throw new ModelLoadError(`--idf-missing-weight ${c.idfMissingWeight} applies to inference-free sparse models with an idf.json (the older OpenSearch layout); this model has none`);
@@ -718,8 +727,15 @@ export class Registry {
     const head = colbertDense.length
       ? colbertHead(onnxOutputNames(join(layout.dir, layout.onnxFile)), colbertDense)
       : pickled ? pickledHeadsHead(layout.hybrid!, pickled) : undefined;
+    // LLM rerankers read the logits at the last position: a graph that computes every position's is rewritten so its
+    // lm_head reads only the last one (model/logits-graph.ts), or kept with the reason logged.
+    const causalReranker = layout.rerankTemplate?.yesToken != null;
+    const logits = causalReranker ? lastPositionGraph(join(layout.dir, layout.onnxFile)) : null;
+    const logitsGraph = logits && "path" in logits ? logits : null;
+    if (logitsGraph) graphs.push(logitsGraph);
+    const graphPath = logitsGraph?.path ?? join(layout.dir, layout.onnxFile);
     const newSession = (numThreads: number, instances: number) =>
-      ModelSession.create(join(layout.dir, layout.onnxFile), { device: c.device, numThreads }, worker(c.servedModelName), head, instances);
+      ModelSession.create(graphPath, { device: c.device, numThreads, externalDataDir: logitsGraph?.externalDataDir }, worker(c.servedModelName), head, instances);
     const session = await newSession(c.numThreads, c.instances || 1);
     sessions.push(session);
     // Every engine over this session dispatches to one runner per instance (the session picks a free instance).
@@ -761,7 +777,16 @@ export class Registry {
     const activationBytesPerToken = estimateActivationBytesPerToken(layout.configJson);
     // An LLM reranker export without num_logits_to_keep returns [batch, seq, vocab] logits: the batch is cut (before
     // warm-up, which runs a full batch) so they fit --memory-budget-mb with the activations, or FULL_LOGITS_MAX_BYTES.
-    const logitsBytes = fullLogitsBytesPerToken(layout.configJson, session.inputNames, template?.yes !== undefined);
+    let llmLogits: string | null = null;
+    if (logitsGraph) {
+      llmLogits = `last position (graph rewritten at load: a Slice before ${logitsGraph.head})`;
+      log.info(`${layout.onnxFile}: the lm_head reads the last position only (graph rewritten at load)`, { model: key, lm_head: logitsGraph.head });
+    } else if (logits && "kept" in logits) llmLogits = logits.kept;
+    else if (logits && "reason" in logits) {
+      llmLogits = `every position (${logits.reason})`;
+      log.warn(`${layout.onnxFile} computes every position's logits: the graph could not be cut to the last position`, { model: key, reason: logits.reason });
+    }
+    const logitsBytes = fullLogitsBytesPerToken(layout.configJson, session.inputNames, causalReranker && !logitsGraph);
     if (logitsBytes) {
       const planned = c.memoryBudgetMb
         ? Math.min(maxBatchTokens, tokenBudgetWithin(c.memoryBudgetMb, sessionBytes(), activationBytesPerToken + logitsBytes, layout.maxLength, key))
@@ -802,6 +827,8 @@ export class Registry {
       sessionBytes: 0,
       activationBytesPerToken: activationBytesPerToken + logitsBytes,
       fullLogitsBytesPerToken: logitsBytes,
+      llmLogits,
+      logitsGraph,
       warmupTokensPerSecond: 0,
       runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
       instancesSource: (c.instances > 0 ? "flag" : "default") as ServedModel["instancesSource"],

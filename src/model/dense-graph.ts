@@ -5,6 +5,7 @@
 // (bench/projection.ts, bench/README.md). The graph is written here with a few lines of protobuf encoding
 // (onnx.proto3 field numbers), as prime.ts's identity graph is, instead of a build-time dependency.
 import type { DenseLayer } from "./dense";
+import { Writer } from "./protobuf";
 
 // onnx.proto3 field numbers.
 const MODEL = { irVersion: 1, opsetImport: 8, graph: 7 } as const;
@@ -14,31 +15,6 @@ const TENSOR = { dims: 1, dataType: 2, name: 8, rawData: 9 } as const;
 const FLOAT = 1;
 const OPSET = 17;
 const IR_VERSION = 8;
-
-class Writer {
-  readonly bytes: number[] = [];
-  varint(v: number): this {
-    for (; v > 127; v = Math.floor(v / 128)) this.bytes.push((v & 127) | 128);
-    this.bytes.push(v);
-    return this;
-  }
-  int(field: number, v: number): this {
-    return this.varint(field * 8).varint(v);
-  }
-  raw(field: number, b: ArrayLike<number>): this {
-    this.varint(field * 8 + 2).varint(b.length);
-    for (let i = 0; i < b.length; i++) this.bytes.push(b[i]!);
-    return this;
-  }
-  str(field: number, s: string): this {
-    return this.raw(field, new TextEncoder().encode(s));
-  }
-  msg(field: number, build: (w: Writer) => void): this {
-    const w = new Writer();
-    build(w);
-    return this.raw(field, w.bytes);
-  }
-}
 
 /** ValueInfoProto of a float tensor: TypeProto.tensor_type (1) { elem_type (1), shape (2) { dim (1) { value (1) | param (2) } } }. */
 function floatValue(w: Writer, field: number, name: string, shape: readonly (number | string)[]): void {

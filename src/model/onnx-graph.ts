@@ -2,8 +2,9 @@
 // (bge-m3 exports are told apart by their outputs); and the external data files its tensors name, which the hub
 // download must fetch beside it. Walks the protobuf framing and reads only the small records it needs; the weights
 // (initializers, often hundreds of MB) are skipped by seeking, never read.
-import { closeSync, openSync, readSync, fstatSync } from "node:fs";
+import { closeSync, openSync, fstatSync } from "node:fs";
 import { ModelLoadError } from "../errors";
+import { FileReader, eachField, fieldsOf, stringsOf } from "./protobuf";
 
 /** ModelProto.graph = 7; GraphProto.output = 12; ValueInfoProto.name = 1 (onnx.proto3). */
 const MODEL_GRAPH = 7;
@@ -16,52 +17,6 @@ const NODE_ATTRIBUTE = 5;
 const ATTRIBUTE = { tensor: 5, graph: 6, tensors: 8, graphs: 11 } as const;
 /** TensorProto.external_data = 13: StringStringEntryProto { key = 1, value = 2 }. */
 const TENSOR_EXTERNAL_DATA = 13;
-
-class FileReader {
-  private readonly buf = Buffer.alloc(10);
-  constructor(private readonly fd: number) {}
-
-  varint(pos: number): { value: number; next: number } {
-    const n = readSync(this.fd, this.buf, 0, 10, pos);
-    let value = 0;
-    let scale = 1;
-    for (let i = 0; i < n; i++) {
-      const b = this.buf[i]!;
-      value += (b & 0x7f) * scale;
-      if (b < 0x80) return { value, next: pos + i + 1 };
-      scale *= 128;
-    }
-    throw new Error(`truncated varint at byte ${pos}`);
-  }
-
-  bytes(pos: number, length: number): Buffer {
-    const out = Buffer.alloc(length);
-    if (readSync(this.fd, out, 0, length, pos) !== length) throw new Error(`truncated record at byte ${pos}`);
-    return out;
-  }
-}
-
-/** Calls visit(field, start, end) for each length-delimited field in [start, end); skips the other wire types. */
-function eachField(r: FileReader, start: number, end: number, visit: (field: number, from: number, to: number) => void): void {
-  let pos = start;
-  while (pos < end) {
-    const tag = r.varint(pos);
-    pos = tag.next;
-    const field = Math.floor(tag.value / 8);
-    const wire = tag.value % 8;
-    if (wire === 0) pos = r.varint(pos).next;
-    else if (wire === 1) pos += 8;
-    else if (wire === 5) pos += 4;
-    else if (wire === 2) {
-      const len = r.varint(pos);
-      const from = len.next;
-      const to = from + len.value;
-      if (to > end) throw new Error(`field ${field} at byte ${pos} runs past its message`);
-      visit(field, from, to);
-      pos = to;
-    } else throw new Error(`unsupported protobuf wire type ${wire} at byte ${pos}`);
-  }
-}
 
 /** Calls visit(reader, graphStart, graphEnd) on the main graph of an ONNX file, with errors naming the file. */
 function readGraph<T>(path: string, visit: (r: FileReader, from: number, to: number) => T): T {
@@ -130,30 +85,6 @@ export function onnxExternalDataFiles(path: string): string[] {
 }
 
 /** The first string (length-delimited) field with this number of an encoded message, or "". */
-function fieldString(buf: Buffer, wanted: number): string {
-  let pos = 0;
-  const varint = () => {
-    let value = 0;
-    let scale = 1;
-    for (;;) {
-      if (pos >= buf.length) throw new Error("truncated record");
-      const b = buf[pos++]!;
-      value += (b & 0x7f) * scale;
-      if (b < 0x80) return value;
-      scale *= 128;
-    }
-  };
-  while (pos < buf.length) {
-    const tag = varint();
-    const wire = tag % 8;
-    if (wire === 0) varint();
-    else if (wire === 1) pos += 8;
-    else if (wire === 5) pos += 4;
-    else if (wire === 2) {
-      const len = varint();
-      if (Math.floor(tag / 8) === wanted) return buf.toString("utf8", pos, pos + len);
-      pos += len;
-    } else throw new Error(`unsupported protobuf wire type ${wire} in a record`);
-  }
-  return "";
+function fieldString(buf: Uint8Array, wanted: number): string {
+  return stringsOf(fieldsOf(buf), wanted)[0] ?? "";
 }

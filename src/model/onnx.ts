@@ -63,7 +63,14 @@ export function sessionOptions(provider: string, settings: SessionSettings): ort
     // 90 interleaved runs of mixed shapes took 0.99x the time without it (median pair ratio 0.994).
     enableCpuMemArena: true,
     enableMemPattern: false,
-    extra: { session: { force_spinning_stop: "1" } },
+    extra: {
+      session: {
+        force_spinning_stop: "1",
+        // onnxruntime reads external data from this folder instead of the graph file's (it refuses paths that leave
+        // the graph file's folder, links included).
+        ...(settings.externalDataDir ? { model_external_initializers_file_folder_path: settings.externalDataDir } : {}),
+      },
+    },
   };
 }
 

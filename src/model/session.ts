@@ -9,6 +9,11 @@ import type { CreatedSession, InferenceReply, InferenceRequest, InjectedFault } 
 export interface SessionSettings {
   device: string;
   numThreads: number;
+  /**
+   * Where the graph's external data (model.onnx_data) lies when the graph file was written elsewhere (an LLM
+   * reranker's graph rewritten at load, model/logits-graph.ts); unset: beside the graph file.
+   */
+  externalDataDir?: string;
 }
 
 /**

@@ -5,9 +5,9 @@ import { Registry } from "../../src/engine/registry";
 import { ModelSession } from "../../src/model/session";
 import { TokenizerPool } from "../../src/tokenize/pool";
 import { fixture, offlineHub } from "../helpers";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 describe("Registry loading", () => {
   const pools: TokenizerPool[] = [];
@@ -32,6 +32,36 @@ describe("Registry loading", () => {
     } finally {
       created.mockRestore();
       released.mockRestore();
+    }
+  });
+
+  test("an LLM reranker's rewritten graph (a temporary file) is what the session reads; it is removed when the model is unloaded, and when its load fails", async () => {
+    const created = spyOn(ModelSession, "create");
+    try {
+      const config = buildConfig({ flags: new Map([["model-id", [fixture("qwen3-rerank")]], ["num-threads", ["1"]], ["model-warmup", ["false"]]]), env: {}, file: null, cpuCount: 2 });
+      const pool = new TokenizerPool(1);
+      pools.push(pool);
+      const registry = new Registry(pool, null);
+      await registry.loadAll(config.models, offlineHub);
+      // (the runtime's priming session, made once per process, is a graph in memory)
+      const paths = () => created.mock.calls.map((c) => c[0]).filter((p): p is string => typeof p === "string");
+      const path = paths()[0]!;
+      expect(path.startsWith(join(tmpdir(), "infinity-logits-"))).toBe(true);
+      expect(existsSync(path)).toBe(true);
+      await registry.unloadModel(config.models[0]!.servedModelName);
+      expect(existsSync(dirname(path))).toBe(false);
+      await registry.close();
+
+      created.mockClear();
+      const failing = new TokenizerPool(1);
+      pools.push(failing);
+      spyOn(failing, "load").mockImplementation(() => Promise.reject(new Error("tokenizer refused")));
+      await expect(new Registry(failing, null).loadAll(config.models, offlineHub)).rejects.toThrow(/tokenizer refused/);
+      const failed = paths()[0]!;
+      expect(failed.startsWith(join(tmpdir(), "infinity-logits-"))).toBe(true);
+      expect(existsSync(dirname(failed))).toBe(false);
+    } finally {
+      created.mockRestore();
     }
   });
 

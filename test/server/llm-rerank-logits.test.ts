@@ -1,8 +1,10 @@
-// LLM rerankers and the size of their logits. An export with a num_logits_to_keep input (qwen3-rerank-keep) is fed 1
-// and returns [batch, 1, vocab]: its batch budget stays as configured. An export without it (qwen3-rerank, as
-// onnx-community's Qwen3-Reranker) returns [batch, seq, vocab] float32, vocab x 4 bytes per padded token: the load
-// cuts its batch token budget so one batch's logits fit 1 GiB, or --memory-budget-mb with the activations, and says
-// so in the load log and in /models (full_logits_bytes_per_token). Parity of both exports: families.test.ts.
+// LLM rerankers and the size of their logits. An export without a num_logits_to_keep input (qwen3-rerank, as
+// onnx-community's Qwen3-Reranker) returns [batch, seq, vocab] float32: the load rewrites its graph so the lm_head reads
+// the last position only ([batch, 1, vocab], model/logits-graph.ts), and its batch budget stays as configured. An
+// export with the input (qwen3-rerank-keep) is fed 1. A graph that cannot be cut (the int8 file: dynamic quantization
+// scales over every position) keeps every position's logits, vocab x 4 bytes per padded token: the load says why, and
+// cuts its batch token budget so one batch's logits fit 1 GiB, or --memory-budget-mb with the activations
+// (/models full_logits_bytes_per_token). Parity of the exports alone: families.test.ts.
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import {
   CPU_BATCH_TOKENS,
@@ -46,85 +48,141 @@ describe("full-vocabulary logits: bytes per token and the batch budget", () => {
   });
 });
 
-describe("live: the load cuts a full-logits export's batch budget and says so", () => {
-  let server: RunningServer;
-  const lines: string[] = [];
-  type Entry = { id: string; max_batch_tokens: number; full_logits_bytes_per_token: number | null; max_length: number };
-  let models: Map<string, Entry>;
+type Entry = { id: string; max_batch_tokens: number; full_logits_bytes_per_token: number | null; llm_logits: string | null; max_length: number };
+type Pair = { query: string; document: string; input_ids: number[]; logit: number };
 
+/** One server, its load log and its /models entries. */
+function liveServer(flags: Record<string, string | string[]>) {
+  const state = { server: null as RunningServer | null, lines: [] as string[], models: new Map<string, Entry>() };
   beforeAll(async () => {
     // test/helpers.ts logs errors only; the load lines are info
     configureLog("info", "text");
     const write = spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
-      lines.push(String(chunk));
+      state.lines.push(String(chunk));
       return true;
     });
     try {
-      server = await startTestServer({
-        "model-id": [fixture("qwen3-rerank"), fixture("qwen3-rerank-keep"), fixture("qwen3-rerank"), fixture("qwen3-rerank")],
-        "served-model-name": ["full", "keep", "budget", "small"],
-        "max-batch-tokens": ["1000000", "1000000", "1000000", "100"],
-        "memory-budget-mb": ["0", "0", "512", "0"],
-      });
+      state.server = await startTestServer(flags);
     } finally {
       write.mockRestore();
       configureLog((process.env.TEST_LOG_LEVEL as "debug" | undefined) ?? "error", "text");
     }
-    const json = (await (await fetch(`${server.url}/models`)).json()) as { data: Entry[] };
-    models = new Map(json.data.map((m) => [m.id, m]));
+    const json = (await (await fetch(`${state.server.url}/models`)).json()) as { data: Entry[] };
+    state.models = new Map(json.data.map((m) => [m.id, m]));
   });
   afterAll(async () => {
-    await server?.shutdown();
+    await state.server?.shutdown();
+  });
+  return state;
+}
+
+/** Every pair alone, then (batched) each query's pairs in one request with extra documents (raw logits), against `logits`. */
+async function checkPairs(url: string, model: string, pairs: Pair[], logits: number[], batched = true) {
+  for (const [i, c] of pairs.entries()) {
+    const { status, json } = await postJson(`${url}/rerank`, { model, query: c.query, documents: [c.document], raw_scores: true });
+    expect(status).toBe(200);
+    expect(Math.abs(json.results[0].relevance_score - logits[i]!)).toBeLessThanOrEqual(1e-4);
+    expect(json.usage.total_tokens).toBe(c.input_ids.length);
+  }
+  if (!batched) return;
+  for (const query of new Set(pairs.map((p) => p.query))) {
+    const docs = pairs.map((p, i) => ({ p, i })).filter((x) => x.p.query === query);
+    const { status, json } = await postJson(`${url}/rerank`, { model, query, documents: [...docs.map((x) => x.p.document), "hello", "a short extra document"], raw_scores: true, return_documents: false });
+    expect(status).toBe(200);
+    for (const [k, x] of docs.entries()) {
+      const got = json.results.find((r: { index: number }) => r.index === k).relevance_score;
+      expect(Math.abs(got - logits[x.i]!)).toBeLessThanOrEqual(1e-4);
+    }
+  }
+}
+
+describe("live: an export with full-vocabulary logits is rewritten at load to the last position", () => {
+  const live = liveServer({
+    "model-id": [fixture("qwen3-rerank"), fixture("qwen3-rerank-keep"), fixture("qwen3-rerank")],
+    "served-model-name": ["full", "keep", "long"],
+    "max-batch-tokens": ["1000000", "1000000", "100"],
+    "max-length": ["0", "0", "512"],
   });
 
-  test("without a memory budget: one batch's logits within 1 GiB (fixture vocabulary 1,405: 5,620 bytes per token)", async () => {
-    const ref = await reference("qwen3-rerank-keep");
+  test("no budget cut, no full-logits plan; /models and the load log say the lm_head reads the last position", () => {
+    const full = live.models.get("full")!;
+    expect(full.max_batch_tokens).toBe(1_000_000);
+    expect(full.full_logits_bytes_per_token).toBeNull();
+    expect(full.llm_logits).toBe("last position (graph rewritten at load: a Slice before /model/lm_head/MatMul)");
+    expect(live.lines.some((l) => l.includes("the lm_head reads the last position only") && l.includes("model=full "))).toBe(true);
+    expect(live.lines.some((l) => l.includes("returns full-vocabulary logits") && l.includes("model=full "))).toBe(false);
+    expect(live.models.get("keep")!.llm_logits).toBe("num_logits_to_keep");
+    expect(live.models.get("keep")!.max_batch_tokens).toBe(1_000_000);
+  });
+
+  test("parity <= 1e-4 with transformers (model card scoring), alone and batched, pairs cut at the max length", async () => {
+    const ref = await reference("qwen3-rerank");
+    const cases = ref.cases as Pair[];
+    expect(cases.filter((c) => c.input_ids.length === ref.max_length).length).toBeGreaterThanOrEqual(2);
+    await checkPairs(live.server!.url, "full", cases, cases.map((c) => c.logit));
+  });
+
+  test("--max-length 512 (the fixture's positions) with a 100-token batch budget: pairs of 364 and 512 tokens (cut) run alone past the budget, batched with short ones, as the reference", async () => {
+    const ref = await reference("qwen3-rerank");
+    expect(live.models.get("long")!.max_length).toBe(ref.long_max_length);
+    expect(live.models.get("long")!.max_batch_tokens).toBe(100);
+    const pairs = [...(ref.long_cases as Pair[]), ...(ref.cases as Pair[]).filter((c) => c.input_ids.length < 100)];
+    expect(pairs.filter((c) => c.input_ids.length === 512).length).toBe(2);
+    await checkPairs(live.server!.url, "long", pairs, pairs.map((c) => c.logit));
+    // concurrent requests mixing the long and short pairs
+    const answers = await Promise.all(pairs.map((c) => postJson(`${live.server!.url}/rerank`, { model: "long", query: c.query, documents: [c.document], raw_scores: true })));
+    answers.forEach((a, i) => expect(Math.abs(a.json.results[0].relevance_score - pairs[i]!.logit)).toBeLessThanOrEqual(1e-4));
+  });
+});
+
+describe("live: a graph that cannot be cut (int8) keeps every position's logits: the batch budget is cut for them", () => {
+  const live = liveServer({
+    "model-id": [fixture("qwen3-rerank"), fixture("qwen3-rerank"), fixture("qwen3-rerank")],
+    "served-model-name": ["int8", "budget", "small"],
+    dtype: "int8",
+    "max-batch-tokens": ["1000000", "1000000", "100"],
+    "memory-budget-mb": ["0", "512", "0"],
+  });
+
+  test("the load warns with the reason; without a memory budget one batch's logits stay within 1 GiB (fixture vocabulary 1,405: 5,620 bytes per token)", async () => {
+    const ref = await reference("qwen3-rerank");
     const perToken = ref.vocab_size * 4;
-    const full = models.get("full")!;
-    expect(full.full_logits_bytes_per_token).toBe(perToken);
-    expect(full.max_batch_tokens).toBe(Math.floor(FULL_LOGITS_MAX_BYTES / perToken));
-    const logged = lines.find((l) => l.includes("returns full-vocabulary logits") && l.includes("model=full "));
-    expect(logged).toBeDefined();
-    expect(logged).toContain(`max_batch_tokens=${full.max_batch_tokens} was=1000000`);
+    const int8 = live.models.get("int8")!;
+    expect(int8.llm_logits).toBe('every position (logits comes from a Mul node "/model/lm_head/MatMul_quant_output_scale_mul", not from an lm_head MatMul)');
+    expect(live.lines.some((l) => l.includes("the graph could not be cut to the last position") && l.includes("model=int8 ") && l.includes("not from an lm_head MatMul"))).toBe(true);
+    expect(int8.full_logits_bytes_per_token).toBe(perToken);
+    expect(int8.max_batch_tokens).toBe(Math.floor(FULL_LOGITS_MAX_BYTES / perToken));
+    const logged = live.lines.find((l) => l.includes("returns full-vocabulary logits") && l.includes("model=int8 "));
+    expect(logged).toContain(`max_batch_tokens=${int8.max_batch_tokens} was=1000000`);
     expect(logged).toContain("plan=1024 MB of logits per batch");
-    // the cut model still answers as the reference says
-    const c = ref.cases[0];
-    const answer = await postJson(`${server.url}/rerank`, { model: "full", query: c.query, documents: [c.document] });
-    expect(answer.status).toBe(200);
-  });
-
-  test("with num_logits_to_keep: nothing cut, no logits line", () => {
-    const keep = models.get("keep")!;
-    expect(keep.full_logits_bytes_per_token).toBeNull();
-    expect(keep.max_batch_tokens).toBe(1_000_000);
-    expect(lines.some((l) => l.includes("returns full-vocabulary logits") && l.includes("model=keep "))).toBe(false);
+    // still scored as that graph scores a pair alone (its own last-position logits, from onnxruntime in the
+    // generator); batched, dynamic quantization's one scale over the whole batch moves the numbers
+    const cases = ref.cases as Pair[];
+    await checkPairs(live.server!.url, "int8", cases, (ref.int8_cases as Array<{ logit: number }>).slice(0, cases.length).map((c) => c.logit), false);
   });
 
   test("with --memory-budget-mb: the logits count with the activations against the budget", async () => {
-    const budget = models.get("budget")!;
-    const ref = await reference("qwen3-rerank-keep");
+    const budget = live.models.get("budget")!;
+    const ref = await reference("qwen3-rerank");
     const config = JSON.parse(await Bun.file(`${fixture("qwen3-rerank")}/config.json`).text());
     const perToken = estimateActivationBytesPerToken(config) + ref.vocab_size * 4;
     expect(budget.full_logits_bytes_per_token).toBe(ref.vocab_size * 4);
     expect(budget.max_batch_tokens).toBeLessThanOrEqual(Math.floor((512 * 1048576) / perToken));
     expect(budget.max_batch_tokens).toBeGreaterThanOrEqual(budget.max_length);
-    expect(lines.some((l) => l.includes("returns full-vocabulary logits") && l.includes("model=budget ") && l.includes("plan=--memory-budget-mb 512"))).toBe(true);
+    expect(live.lines.some((l) => l.includes("returns full-vocabulary logits") && l.includes("model=budget ") && l.includes("plan=--memory-budget-mb 512"))).toBe(true);
   });
 
-  test("a budget below the max length (warm-up rows are cut to it): a full-length pair runs alone past it, warned at load, and scores as the reference", async () => {
-    const small = models.get("small")!;
+  test("a budget below the max length (warm-up rows are cut to it): full-length pairs run alone past it, warned at load, and score as that graph does", async () => {
+    const small = live.models.get("small")!;
     expect(small.max_batch_tokens).toBe(100);
-    const warned = lines.find((l) => l.includes("runs alone: its logits pass the plan") && l.includes("model=small "));
+    const warned = live.lines.find((l) => l.includes("runs alone: its logits pass the plan") && l.includes("model=small "));
     expect(warned).toContain(`max_length=${small.max_length}`);
     expect(warned).toContain("longest_input_logits_mb=1");
     const ref = await reference("qwen3-rerank");
-    type Pair = { query: string; document: string; input_ids: number[]; logit: number };
-    const long = (ref.cases as Pair[]).filter((c) => c.input_ids.length === ref.max_length);
+    const cases = ref.cases as Pair[];
+    const int8 = (ref.int8_cases as Array<{ logit: number }>).slice(0, cases.length).map((c) => c.logit);
+    const long = cases.map((c, i) => ({ c, logit: int8[i]! })).filter((x) => x.c.input_ids.length === ref.max_length);
     expect(long.length).toBeGreaterThan(0);
-    for (const c of long) {
-      const { status, json } = await postJson(`${server.url}/rerank`, { model: "small", query: c.query, documents: [c.document], raw_scores: true });
-      expect(status).toBe(200);
-      expect(Math.abs(json.results[0].relevance_score - c.logit)).toBeLessThanOrEqual(1e-4);
-    }
+    await checkPairs(live.server!.url, "small", long.map((x) => x.c), long.map((x) => x.logit));
   });
 });

@@ -37,6 +37,9 @@ function describe(e: ModelEntry) {
     // LLM rerankers whose export returns every position's full-vocabulary logits (no num_logits_to_keep input): what
     // one padded token adds to a batch's logits, which max_batch_tokens was cut for; null for every other model.
     full_logits_bytes_per_token: m?.fullLogitsBytesPerToken || null,
+    // LLM rerankers: which positions the lm_head computes (the last only when the graph was rewritten at load, or
+    // with num_logits_to_keep; every position, with the reason, when the graph could not be cut); null otherwise.
+    llm_logits: m?.llmLogits ?? null,
     // Session instances (each an inference worker running its own batch) and each one's intra-op threads: from
     // --instances / --num-threads, or timed at warm-up (calibrated), or one instance (default).
     instances: m ? m.session.instances : e.config.instances || null,
