@@ -727,10 +727,20 @@ export class Registry {
     const head = colbertDense.length
       ? colbertHead(onnxOutputNames(join(layout.dir, layout.onnxFile)), colbertDense)
       : pickled ? pickledHeadsHead(layout.hybrid!, pickled) : undefined;
-    // LLM rerankers read the logits at the last position: a graph that computes every position's is rewritten so its
-    // lm_head reads only the last one (model/logits-graph.ts), or kept with the reason logged.
-    const causalReranker = layout.rerankTemplate?.yesToken != null;
-    const logits = causalReranker ? lastPositionGraph(join(layout.dir, layout.onnxFile)) : null;
+    // ColBERT inserts a prefix token after tokenizing: the tokenizer truncates one token shorter.
+    const tokenizeLength = layout.multivector ? multiVectorTokenizeLength(layout.multivector) : layout.maxLength;
+    let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, tokenizeLength);
+    const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
+    const key = c.servedModelName;
+    const template = layout.rerankTemplate ? await templateTokens(encoder, layout.rerankTemplate, layout.maxLength) : null;
+    // A decoder reranker's pair text is truncated to what its prompt leaves of the max length.
+    const textLength = template ? template.bodyLength : tokenizeLength;
+    if (template) encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, textLength);
+    // LLM rerankers read the no/yes logits at the last position: a graph that computes every position's full
+    // vocabulary is rewritten so its lm_head reads only the last position, and only those two columns where it can
+    // (model/logits-graph.ts), or kept with the reason logged.
+    const causalReranker = template?.yes !== undefined;
+    const logits = causalReranker ? lastPositionGraph(join(layout.dir, layout.onnxFile), "logits", [template.no!, template.yes!]) : null;
     const logitsGraph = logits && "path" in logits ? logits : null;
     if (logitsGraph) graphs.push(logitsGraph);
     const graphPath = logitsGraph?.path ?? join(layout.dir, layout.onnxFile);
@@ -758,15 +768,6 @@ export class Registry {
     }
     // Inputs with no task asked for (warm-up) run the default adapter.
     const defaultTaskId = adapters ? Math.max(0, adapters.names.indexOf(DEFAULT_ADAPTER_TASK)) : undefined;
-    // ColBERT inserts a prefix token after tokenizing: the tokenizer truncates one token shorter.
-    const tokenizeLength = layout.multivector ? multiVectorTokenizeLength(layout.multivector) : layout.maxLength;
-    let encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, tokenizeLength);
-    const padId = padTokenId(layout.tokenizerJson, layout.tokenizerConfig, layout.configJson, encoder);
-    const key = c.servedModelName;
-    const template = layout.rerankTemplate ? await templateTokens(encoder, layout.rerankTemplate, layout.maxLength) : null;
-    // A decoder reranker's pair text is truncated to what its prompt leaves of the max length.
-    const textLength = template ? template.bodyLength : tokenizeLength;
-    if (template) encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, textLength);
     await this.pool.load(key, layout.tokenizerJson, layout.tokenizerConfig, textLength);
     // On CPU a batch runs fastest per token at a few hundred tokens (cache); past ~1000 it slows down, while GPUs
     // want large batches. An input longer than the budget runs alone (selectBatch), so the budget is not raised to
@@ -779,8 +780,9 @@ export class Registry {
     // warm-up, which runs a full batch) so they fit --memory-budget-mb with the activations, or FULL_LOGITS_MAX_BYTES.
     let llmLogits: string | null = null;
     if (logitsGraph) {
-      llmLogits = `last position (graph rewritten at load: a Slice before ${logitsGraph.head})`;
-      log.info(`${layout.onnxFile}: the lm_head reads the last position only (graph rewritten at load)`, { model: key, lm_head: logitsGraph.head });
+      const columns = logitsGraph.columns ? `, vocabulary columns ${logitsGraph.columns.join(", ")} (no, yes)` : "";
+      llmLogits = `last position${columns} (graph rewritten at load: a Slice before ${logitsGraph.head})`;
+      log.info(`${layout.onnxFile}: the lm_head reads the last position only (graph rewritten at load)`, { model: key, lm_head: logitsGraph.head, columns: logitsGraph.columns?.join(",") });
     } else if (logits && "kept" in logits) llmLogits = logits.kept;
     else if (logits && "reason" in logits) {
       llmLogits = `every position (${logits.reason})`;
@@ -927,7 +929,7 @@ export class Registry {
         return { ...measured, task: "embed", engine: engine(embedReader(layout.pooling, undefined, denseHead(layout, session))), media: null, tokens };
       }
       case "rerank":
-        return { ...measured, task: "rerank", engine: engine(template?.yes !== undefined ? yesNoReader(template.yes, template.no!) : rerankReader) };
+        return { ...measured, task: "rerank", engine: engine(template?.yes === undefined ? rerankReader : logitsGraph?.columns ? yesNoReader(logitsGraph.columns.indexOf(template.yes), logitsGraph.columns.indexOf(template.no!)) : yesNoReader(template.yes, template.no!)) };
       case "classify":
         return { ...measured, task: "classify", engine: engine(classifyReader) };
       case "sparse":

@@ -44,33 +44,40 @@ function feeds(inputs: readonly { name: string; type: string; shape: readonly (n
 
 describe("the lm_head reads the last position only", () => {
   for (const file of ["model.onnx", "model_fp16.onnx"]) {
-    test(`${file}: [batch, 1, vocab] equal to the full graph's last position (<= 1e-6), left-padded batches up to 512 tokens`, async () => {
-      const rewritten = lastPositionGraph(onnxFile(file));
-      if (!("path" in rewritten)) throw new Error(`not rewritten: ${JSON.stringify(rewritten)}`);
-      expect(rewritten.head).toBe("/model/lm_head/MatMul");
-      try {
-        const full = await createOrtSession(onnxFile(file), { device: "cpu", numThreads: 1 });
-        const last = await createOrtSession(rewritten.path, { device: "cpu", numThreads: 1, externalDataDir: rewritten.externalDataDir });
-        expect(last.inputs).toEqual(full.inputs);
-        for (const [i, lengths] of [[7], [40, 12, 33], [224, 5], [512, 300, 1, 64]].entries()) {
-          const f = feeds(full.inputs, lengths, i + 1);
-          const [a] = await runOnce(full, f, ["logits"]);
-          const [b] = await runOnce(last, f, ["logits"]);
-          const [batch, seq, vocab] = a!.dims as [number, number, number];
-          expect(b!.dims).toEqual([batch, 1, vocab]);
-          let diff = 0;
-          for (let r = 0; r < batch; r++) {
-            for (let v = 0; v < vocab; v++) diff = Math.max(diff, Math.abs(a!.data[(r * seq + seq - 1) * vocab + v]! - b!.data[r * vocab + v]!));
+    for (const columns of [undefined, [1404, 1403], [1403]]) {
+      const what = columns ? `vocabulary columns ${columns.join(", ")}: [batch, 1, ${columns.length}]` : "[batch, 1, vocab]";
+      test(`${file}, ${what}: equal to the full graph's last position (<= 1e-6), left-padded batches up to 512 tokens`, async () => {
+        const rewritten = lastPositionGraph(onnxFile(file), "logits", columns);
+        if (!("path" in rewritten)) throw new Error(`not rewritten: ${JSON.stringify(rewritten)}`);
+        expect(rewritten.head).toBe("/model/lm_head/MatMul");
+        expect(rewritten.columns).toEqual(columns ?? null);
+        try {
+          const full = await createOrtSession(onnxFile(file), { device: "cpu", numThreads: 1 });
+          const last = await createOrtSession(rewritten.path, { device: "cpu", numThreads: 1, externalDataDir: rewritten.externalDataDir });
+          expect(last.inputs).toEqual(full.inputs);
+          for (const [i, lengths] of [[7], [40, 12, 33], [224, 5], [512, 300, 1, 64]].entries()) {
+            const f = feeds(full.inputs, lengths, i + 1);
+            const [a] = await runOnce(full, f, ["logits"]);
+            const [b] = await runOnce(last, f, ["logits"]);
+            const [batch, seq, vocab] = a!.dims as [number, number, number];
+            const picked = columns ?? Array.from({ length: vocab }, (_, v) => v);
+            expect(b!.dims).toEqual([batch, 1, picked.length]);
+            let diff = 0;
+            for (let r = 0; r < batch; r++) {
+              picked.forEach((v, k) => {
+                diff = Math.max(diff, Math.abs(a!.data[(r * seq + seq - 1) * vocab + v]! - b!.data[r * picked.length + k]!));
+              });
+            }
+            expect(diff).toBeLessThanOrEqual(1e-6);
           }
-          expect(diff).toBeLessThanOrEqual(1e-6);
+          await full.session.release();
+          await last.session.release();
+        } finally {
+          rewritten.remove();
         }
-        await full.session.release();
-        await last.session.release();
-      } finally {
-        rewritten.remove();
-      }
-      expect(existsSync(dirname(rewritten.path))).toBe(false);
-    });
+        expect(existsSync(dirname(rewritten.path))).toBe(false);
+      });
+    }
   }
 
   test("external data (model_fp16.onnx_data) is read from the source folder: without externalDataDir the rewritten graph does not load; remove() deletes only the temporary folder", async () => {
@@ -97,15 +104,16 @@ describe("the lm_head reads the last position only", () => {
 describe("planLastPosition: where the Slice goes, or why not", () => {
   const node = (opType: string, inputs: string[], output: string, domain = "") => ({ index: 0, opType, domain, name: output, inputs, outputs: [output], start: 0, end: 0 });
   const graph = (nodes: ReturnType<typeof node>[], extra: Partial<GraphSummary> = {}): GraphSummary => ({
-    opset: 17, nodes, initializers: new Set(["W", "Wq", "embed"]), inputs: ["input_ids"], outputs: ["logits"], graph: { tagStart: 0, from: 0, to: 0 }, size: 0, ...extra,
+    opset: 17, nodes, initializers: new Set(["W", "Wq", "embed"]), inputs: ["input_ids"], outputs: ["logits"], outputRecords: new Map(), graph: { tagStart: 0, from: 0, to: 0 }, size: 0, ...extra,
   });
   const norm = node("Mul", ["x", "gamma"], "hidden");
 
   test("MatMul with a constant weight (an initializer, or the tied embedding transposed), then Cast / Identity", () => {
-    expect(planLastPosition(graph([norm, node("MatMul", ["hidden", "W"], "logits")]), "logits")).toMatchObject({ hidden: "hidden" });
+    expect(planLastPosition(graph([norm, node("MatMul", ["hidden", "W"], "logits")]), "logits")).toMatchObject({ hidden: "hidden", weight: "W" });
     const tied = [norm, node("Transpose", ["embed"], "embedT"), node("MatMul", ["hidden", "embedT"], "mm"), node("Cast", ["mm"], "logits")];
     expect(planLastPosition(graph(tied), "logits")).toMatchObject({ hidden: "hidden", head: { name: "mm" } });
-    expect(planLastPosition(graph([norm, node("MatMulNBits", ["hidden", "Wq"], "logits", "com.microsoft")]), "logits")).toMatchObject({ hidden: "hidden" });
+    // a packed 4-bit weight: the last position, but no column gather
+    expect(planLastPosition(graph([norm, node("MatMulNBits", ["hidden", "Wq"], "logits", "com.microsoft")]), "logits")).toMatchObject({ hidden: "hidden", weight: null });
   });
 
   test("refused: no such output, an old opset, a head fed by a computed weight, a value used elsewhere too, a non-positionwise op", () => {

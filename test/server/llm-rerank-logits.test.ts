@@ -104,11 +104,12 @@ describe("live: an export with full-vocabulary logits is rewritten at load to th
     "max-length": ["0", "0", "512"],
   });
 
-  test("no budget cut, no full-logits plan; /models and the load log say the lm_head reads the last position", () => {
+  test("no budget cut, no full-logits plan; /models and the load log say the lm_head reads the last position's no/yes columns", async () => {
     const full = live.models.get("full")!;
     expect(full.max_batch_tokens).toBe(1_000_000);
     expect(full.full_logits_bytes_per_token).toBeNull();
-    expect(full.llm_logits).toBe("last position (graph rewritten at load: a Slice before /model/lm_head/MatMul)");
+    const ref = await reference("qwen3-rerank");
+    expect(full.llm_logits).toBe(`last position, vocabulary columns ${ref.no}, ${ref.yes} (no, yes) (graph rewritten at load: a Slice before /model/lm_head/MatMul)`);
     expect(live.lines.some((l) => l.includes("the lm_head reads the last position only") && l.includes("model=full "))).toBe(true);
     expect(live.lines.some((l) => l.includes("returns full-vocabulary logits") && l.includes("model=full "))).toBe(false);
     expect(live.models.get("keep")!.llm_logits).toBe("num_logits_to_keep");
