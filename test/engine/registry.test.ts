@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { buildConfig } from "../../src/config";
 import { Registry } from "../../src/engine/registry";
+import { primeRuntime } from "../../src/model/prime";
 import { ModelSession } from "../../src/model/session";
 import { TokenizerPool } from "../../src/tokenize/pool";
 import { fixture, offlineHub } from "../helpers";
@@ -18,6 +19,10 @@ describe("Registry loading", () => {
   test("a load that fails after the session exists (the tokenizer) releases the session and its worker", async () => {
     const pool = new TokenizerPool(1);
     pools.push(pool);
+    // The process's one-time runtime priming (a session of its own, created and released before the first model
+    // loads) happens here, before the spies, whether this file runs alone or after others: the spies then see only
+    // the model's sessions.
+    await primeRuntime(pool, "cpu");
     spyOn(pool, "load").mockImplementation(() => Promise.reject(new Error("tokenizer refused")));
     const created = spyOn(ModelSession, "create");
     const released = spyOn(ModelSession.prototype, "release");
@@ -26,6 +31,7 @@ describe("Registry loading", () => {
       const registry = new Registry(pool, null);
       await expect(registry.loadAll(config.models, offlineHub)).rejects.toThrow(/tokenizer refused/);
       expect(created).toHaveBeenCalledTimes(1);
+      expect(created.mock.calls[0]![0]).toBe(join(fixture("bert-mean-norm"), "onnx", "model.onnx"));
       const session = (await created.mock.results[0]!.value) as ModelSession;
       expect(released).toHaveBeenCalledTimes(1);
       expect(session.status.state).toBe("released");
