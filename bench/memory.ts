@@ -1,5 +1,6 @@
 // The memory cell: resident size of one server serving the benchmark model (bge-small class) after one request of
-// 64 inputs of 512 tokens (the issue's target: <= 300 MiB). Starts the server, reads VmRSS from /proc/<pid>/status
+// 64 inputs of 512 tokens (the issue's target: <= 300 MiB, with the server's default flags). Starts the server (its
+// own thread and instance choice unless a --server-arg=--num-threads is given), reads VmRSS from /proc/<pid>/status
 // when it is ready (after warm-up), after the request, and its peak (VmHWM); also what GET /models says the model
 // takes. RSS is a count of resident pages, not a timing: it does not depend on the machine's load (the request's
 // time does).
@@ -29,6 +30,8 @@ export interface MemoryResult {
   fileMb: number;
   /** The process's threads (main, tokenizer workers, inference workers and their onnxruntime pools). */
   threads: number;
+  /** GET /models: session instances x intra-op threads and where that came from (flag, calibrated, default). */
+  instances: string;
 }
 
 /** 64 texts of well over 512 tokens: the server cuts each to the model's 512. */
@@ -42,7 +45,10 @@ function threadCount(pid: number): number {
 }
 
 export async function measureMemory(modelDir: string, threads: number, serverArgs: string[], serverRoot = REPO_ROOT): Promise<MemoryResult> {
-  const r = await startSystem("server", modelDir, threads, serverArgs, serverRoot);
+  // The target is for the server's defaults: its own thread and instance choice, not the benchmark's --num-threads
+  // (a --num-threads among serverArgs still replaces it).
+  const args = serverArgs.some((a) => a === "--num-threads" || a.startsWith("--num-threads=")) ? serverArgs : ["--num-threads", "0", ...serverArgs];
+  const r = await startSystem("server", modelDir, threads, args, serverRoot);
   try {
     const pid = r.proc.pid;
     const readyMb = rssMb(pid);
@@ -56,11 +62,14 @@ export async function measureMemory(modelDir: string, threads: number, serverArg
     await Bun.sleep(500);
     const afterMb = rssMb(pid);
     const split = residentSplitMb(pid);
-    const models = (await (await fetch(`${r.url}/models`)).json()) as { data?: Array<{ memory_bytes?: number | null }> };
-    const bytes = models.data?.[0]?.memory_bytes;
+    const models = (await (await fetch(`${r.url}/models`)).json()) as { data?: Array<{ memory_bytes?: number | null; instances?: number; intra_op_threads?: number; instances_source?: string; instances_reason?: string | null }> };
+    const model = models.data?.[0];
+    if (model?.instances_reason) console.error(`instances: ${model.instances_reason}`);
+    const bytes = model?.memory_bytes;
     return {
       label: serverArgs.join(" ") || "defaults", readyMb, afterMb, peakMb: peakRssMb(pid),
       modelMb: typeof bytes === "number" ? bytes / 1048576 : null, requestMs, anonMb: split.anon, fileMb: split.file, threads: threadCount(pid),
+      instances: `${model?.instances ?? "?"} x ${model?.intra_op_threads ?? "?"} (${model?.instances_source ?? "?"})`,
     };
   } finally {
     await stop(r);
@@ -70,11 +79,11 @@ export async function measureMemory(modelDir: string, threads: number, serverArg
 export function memoryMarkdown(results: readonly MemoryResult[]): string[] {
   const f = (x: number) => x.toFixed(0);
   const L = [
-    `| server flags | RSS ready | RSS after 64 x 512 tokens (target <= ${MEMORY_TARGET_MB} MiB) | anon / file | peak (VmHWM) | /models memory_bytes | threads | request |`,
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    `| server flags | RSS ready | RSS after 64 x 512 tokens (target <= ${MEMORY_TARGET_MB} MiB) | anon / file | peak (VmHWM) | /models memory_bytes | instances | threads | request |`,
+    "|---|---:|---:|---:|---:|---:|---|---:|---:|",
   ];
   for (const m of results) {
-    L.push(`| ${m.label} | ${f(m.readyMb)} MiB | ${f(m.afterMb)} MiB | ${f(m.anonMb)} / ${f(m.fileMb)} MiB | ${f(m.peakMb)} MiB | ${m.modelMb === null ? "-" : `${f(m.modelMb)} MiB`} | ${m.threads} | ${f(m.requestMs)} ms |`);
+    L.push(`| ${m.label} | ${f(m.readyMb)} MiB | ${f(m.afterMb)} MiB | ${f(m.anonMb)} / ${f(m.fileMb)} MiB | ${f(m.peakMb)} MiB | ${m.modelMb === null ? "-" : `${f(m.modelMb)} MiB`} | ${m.instances} | ${m.threads} | ${f(m.requestMs)} ms |`);
   }
   return L;
 }
@@ -82,18 +91,20 @@ export function memoryMarkdown(results: readonly MemoryResult[]): string[] {
 if (import.meta.main) {
   const argv = process.argv.slice(2);
   const serverArgs: string[] = [];
-  let serverRoot = REPO_ROOT, threads = 2, rounds = 1;
+  let serverRoot = REPO_ROOT, rounds = 1;
+  const threads = 2;
   for (let i = 0; i < argv.length; i++) {
     const [name, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? argv[++i] ?? "";
     if (name === "--server-arg") serverArgs.push(value());
     else if (name === "--server-root") serverRoot = resolve(value());
-    else if (name === "--threads") threads = Number(value());
+    // The server's --num-threads (the default measures the server's own choice).
+    else if (name === "--threads") serverArgs.push("--num-threads", value());
     else if (name === "--rounds") rounds = Number(value());
     else throw new Error(`unknown option ${name}`);
   }
   const modelDir = ensureBenchModel({ log: (m) => console.error(m) });
-  console.error(`server ${serverRoot}, ${threads} thread(s)`);
+  console.error(`server ${serverRoot}, flags: ${serverArgs.join(" ") || "defaults"}`);
   const results: MemoryResult[] = [];
   for (let k = 0; k < rounds; k++) results.push(await measureMemory(modelDir, threads, serverArgs, serverRoot));
   console.log(memoryMarkdown(results).join("\n"));

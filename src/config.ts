@@ -161,8 +161,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "run warm-up batches before /health reports ready (--no-model-warmup to skip)" },
   { name: "num-threads", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = number of CPU cores",
     help: "onnxruntime intra-op threads per model (per instance with --instances)" },
-  { name: "instances", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = calibrate at warm-up",
-    help: "session instances of the model, each in its own inference worker with --num-threads intra-op threads, running different batches in parallel; 0 times one session with all cores against one single-threaded session per core (up to 4) at warm-up and keeps the instances when 1.1x as fast (1 with --no-model-warmup, with --num-threads given, or on a GPU)" },
+  { name: "instances", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = decide at warm-up",
+    help: "session instances of the model, each in its own inference worker with --num-threads intra-op threads and its own copy of the weights, running different batches in parallel; 0: one session, unless --max-models-memory-mb is set: then warm-up times one session with all cores against one single-threaded session per core (up to 4) and keeps the instances when they are faster by at least the factor they add to the model's memory (and 1.1x) and fit the budget (1 with --no-model-warmup, with --num-threads given, or on a GPU)" },
   { name: "max-queue-size", kind: "int", perModel: true, repeatable: true, default: 8192,
     help: "queued inputs per model before requests get 429" },
   { name: "memory-budget-mb", kind: "int", perModel: true, repeatable: true, default: 0, defaultLabel: "0 = unlimited",
@@ -203,7 +203,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "what integer inputs on /embeddings (OpenAI shape) are: cl100k = OpenAI's cl100k_base token ids (what OpenAI clients such as LangChain's OpenAIEmbeddings send), decoded to text and tokenized by the model; model = ids of the model's own vocabulary, fed as given (as TEI's /embed)" },
   { name: "max-input-chars", kind: "int", perModel: false, default: 1_000_000,
     help: "longest single input string accepted, in characters" },
-  { name: "tokenizer-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(4, cores)",
+  { name: "tokenizer-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(4, cores - 1), at least 1",
     help: "tokenizer worker threads" },
   { name: "media-workers", kind: "int", perModel: false, default: 0, defaultLabel: "0 = min(2, cores)",
     help: "worker threads that decode and preprocess image/audio inputs (started only when a multimodal model is served)" },
@@ -478,7 +478,10 @@ export function buildConfig(src: Sources): ServerConfig {
     maxVectorsPerRequest: positive("max-vectors-per-request"),
     openaiTokenIds: server("openai-token-ids") as OpenAiTokenIds,
     maxInputChars: positive("max-input-chars"),
-    tokenizerWorkers: workers || Math.max(1, Math.min(4, src.cpuCount)),
+    // One core is the main thread's. Each worker holds a runtime and a copy of every tokenizer (~23 MB RSS for the
+    // bench model's); one tokenized 330,000-520,000 tokens/s of 32-text requests on the loaded 2-core machine, 40x
+    // what the model runs there, so a second one on 2 cores only held memory (bench/README.md "Memory").
+    tokenizerWorkers: workers || Math.max(1, Math.min(4, src.cpuCount - 1)),
     media: {
       workers: (server("media-workers") as number) || Math.max(1, Math.min(2, src.cpuCount)),
       maxBytes: positive("max-media-bytes"),

@@ -11,6 +11,12 @@ export function configureLog(level: LogLevel, format: "text" | "json"): void {
   json = format === "json";
 }
 
+/** The level and format in force (an inference worker thread is given them, as its own copy of this module starts at info). */
+export function logSettings(): { level: LogLevel; format: "text" | "json" } {
+  const level = (Object.keys(ORDER) as LogLevel[]).find((l) => ORDER[l] === threshold) ?? "info";
+  return { level, format: json ? "json" : "text" };
+}
+
 export function isDebug(): boolean {
   return threshold <= ORDER.debug;
 }

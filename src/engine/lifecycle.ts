@@ -92,9 +92,9 @@ export class ModelSlot<M extends Loaded = Loaded> {
     return this.leases === 0 ? Promise.resolve() : new Promise((resolve) => this.leaseWaiters.push(resolve));
   }
 
-  /** What loading it will take: the last measurement, else the weights on disk (a floor). */
+  /** What loading it will take: the last measurement, else the weights on disk once per --instances (a floor). */
   get expectedBytes(): number {
-    return this.measuredBytes ?? this.layout.weightBytes;
+    return this.measuredBytes ?? this.layout.weightBytes * Math.max(1, this.config.instances || 1);
   }
 }
 
@@ -290,6 +290,13 @@ export class Lifecycle<M extends Loaded> {
     this.metrics?.memoryBytes.set({ model: slot.name }, 0);
     log.info("model unloaded", { model: slot.name, reason, memory_mb: mb(m.memoryBytes), ...(forModel ? { for: forModel } : {}) });
     return true;
+  }
+
+  /** What --max-models-memory-mb leaves the named model beside the other loaded models; Infinity without a budget. */
+  roomFor(name: string): number {
+    const budget = this.settings.maxModelsMemoryBytes;
+    if (!budget) return Infinity;
+    return budget - this.loadedBytes(this.slots.get(name));
   }
 
   private loadedBytes(except?: ModelSlot<M>): number {

@@ -82,6 +82,8 @@ interface Base {
   runOverheadSource: "flag" | "calibrated" | "default";
   /** Where the session's instance count (and, when calibrated, its threads) came from. */
   instancesSource: "flag" | "calibrated" | "default";
+  /** Why the model runs the instances it runs (the calibration's timings and memory, or what ruled it out). */
+  instancesReason: string;
   /** A new session of this model's file with another thread and instance setting (warm-up's calibration). */
   newSession(numThreads: number, instances: number): Promise<ModelSession>;
   /** Resident memory the session took when created (weights, graph). */
@@ -233,11 +235,43 @@ export function modelError(m: ServedModel): string | null {
 
 /** The most single-threaded instances warm-up tries (each holds its own copy of the weights). */
 export const MAX_CALIBRATED_INSTANCES = 4;
-/**
- * How much faster the instances must time to be kept: each holds another copy of the weights (bench model: ~110 MiB,
- * 288 -> 430 MiB RSS for two), so a gain inside timing noise is not worth it.
- */
+/** Timing noise: instances must time at least this much faster to be kept, whatever their memory. */
 export const MIN_INSTANCES_GAIN = 1.1;
+
+/** What warm-up measured of the two settings it compares, for chooseInstances. */
+export interface InstanceTimings {
+  /** The candidate: n instances of `threads` intra-op threads each, against one session of `allThreads`. */
+  n: number;
+  threads: number;
+  allThreads: number;
+  oneTokensPerSecond: number;
+  manyTokensPerSecond: number;
+  /** The model's resident bytes with the one session, and with the n instances in its place (both measured). */
+  oneBytes: number;
+  manyBytes: number;
+  /** What --max-models-memory-mb leaves this model beside the other loaded models; Infinity without a budget. */
+  roomBytes: number;
+}
+
+/**
+ * Keeps the n instances only when they pay for their memory: each holds its own weights and arena (bench model: a
+ * model of ~150 MiB took ~280 with two, and the server 289 -> 427 MiB RSS), so they must time at least as many times
+ * faster as they take memory (tokens/s per resident byte does not fall; at least MIN_INSTANCES_GAIN, the noise), and
+ * fit the --max-models-memory-mb room. On a quiet 2-core machine two single-threaded instances time about as fast as
+ * one session with both cores, so one session is kept; where another process keeps taking a core, the two-thread
+ * session stalls at every operator barrier and two instances can time more than twice as fast.
+ */
+export function chooseInstances(t: InstanceTimings): { keep: boolean; reason: string } {
+  const mb = (b: number) => `${Math.round(b / 1048576)} MB`;
+  const gain = t.manyTokensPerSecond / Math.max(1e-9, t.oneTokensPerSecond);
+  const memory = t.manyBytes / Math.max(1, t.oneBytes);
+  const need = Math.max(MIN_INSTANCES_GAIN, memory);
+  const timed = `${t.n} x ${t.threads} thread${t.threads === 1 ? "" : "s"} timed ${gain.toFixed(2)}x as fast as 1 x ${t.allThreads} threads ` +
+    `(${t.manyTokensPerSecond.toFixed(0)} against ${t.oneTokensPerSecond.toFixed(0)} tokens/s) for ${memory.toFixed(2)}x the memory (${mb(t.manyBytes)} against ${mb(t.oneBytes)})`;
+  if (t.manyBytes > t.roomBytes) return { keep: false, reason: `${timed}, over the ${mb(t.roomBytes)} --max-models-memory-mb leaves it: one session` };
+  if (gain < need) return { keep: false, reason: `${timed}; instances are kept from ${need.toFixed(2)}x: one session` };
+  return { keep: true, reason: `${timed}; at least ${need.toFixed(2)}x: ${t.n} instances` };
+}
 
 /** The inference worker of each session instance, for /health and /models. */
 export function workersOf(m: ServedModel): Array<WorkerStatus & { threads: number }> {
@@ -675,6 +709,7 @@ export class Registry {
       warmup_tokens_per_s: m.warmupTokensPerSecond ? Math.round(m.warmupTokensPerSecond) : undefined,
       run_overhead_tokens: `${m.engine.batchLimits.runOverheadTokens} (${m.runOverheadSource})`,
       instances: `${m.session.instances} x ${m.session.settings.numThreads} threads (${m.instancesSource})`,
+      instances_mb: m.session.instanceStatus.map((w) => Math.round(w.memoryBytes / 1048576)).join(", "),
     });
     return m;
   }
@@ -834,6 +869,7 @@ export class Registry {
       warmupTokensPerSecond: 0,
       runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
       instancesSource: (c.instances > 0 ? "flag" : "default") as ServedModel["instancesSource"],
+      instancesReason: c.instances > 0 ? `--instances ${c.instances}` : c.modelWarmup ? "one session" : "one session: --no-model-warmup (nothing timed)",
       newSession,
       encode: async (texts: string[], firsts?: string[], options?: EncodeOptions & { instruction?: string; taskId?: number }) => {
         if (template && firsts) {
@@ -975,6 +1011,8 @@ export class Registry {
   private async warmUp(m: ServedModel): Promise<void> {
     if (!m.config.modelWarmup) return;
     const rssBefore = process.memoryUsage().rss;
+    // The model's memory beside its session instances (tokenizer, engines), as the load measured it.
+    const besideSessions = Math.max(0, m.memoryBytes - m.session.createBytes);
     const sentence = "The quick brown fox jumps over the lazy dog. ";
     const colpali = m.task === "multivector" ? m.colpali : null;
     // ColPali's text is queries (a long one is refused, not cut): warm up with short ones.
@@ -1002,13 +1040,14 @@ export class Registry {
     engine.start();
     const t0 = performance.now();
     let tokens = 0;
+    // Twice on every instance, one run at a time, so each instance's arena is grown and measured (its memory).
     for (let i = 0; i < 2; i++) {
-      await engine.submit(encoded);
-      tokens += encoded.reduce((s, e) => s + e.ids.length, 0);
+      await m.session.warmEach(() => engine.submit(encoded));
+      tokens += m.session.instances * encoded.reduce((s, e) => s + e.ids.length, 0);
     }
     const seconds = (performance.now() - t0) / 1000;
     m.warmupTokensPerSecond = tokens / seconds;
-    if (m.config.instances === 0) await this.calibrateInstances(m, engine, encoded);
+    if (m.config.instances === 0) await this.calibrateInstances(m, engine, encoded, m.memoryBytes + Math.max(0, process.memoryUsage().rss - rssBefore));
     if (m.config.runOverheadTokens === 0) {
       // Single-row runs at about 12, 32, 62 and 122 tokens (cut at the max length and the token budget: never a batch
       // past it, so the arena does not grow). Short rows only: the overhead decides whether short inputs batch, and
@@ -1050,25 +1089,49 @@ export class Registry {
       colpali.images.start();
       await colpali.warmUpImages();
     }
-    const arena = Math.max(0, process.memoryUsage().rss - rssBefore);
-    m.memoryBytes += arena;
+    // Every instance counts: the growth over warm-up (arenas, and instances calibration kept), and at least what
+    // the instances were measured to take.
+    m.memoryBytes = Math.max(m.memoryBytes + Math.max(0, process.memoryUsage().rss - rssBefore), besideSessions + m.session.memoryBytes);
     const padded = count * Math.max(...encoded.map((e) => e.ids.length));
-    m.activationBytesPerToken = Math.max(m.activationBytesPerToken, arena / padded);
+    // One batch's activations: the largest arena one instance's warm-up runs grew.
+    m.activationBytesPerToken = Math.max(m.activationBytesPerToken, m.session.maxRunBytes / padded);
   }
 
   /**
    * --instances 0 (the default): one session with all cores against single-threaded sessions, one per core (up to
-   * MAX_CALIBRATED_INSTANCES, the cores split evenly), each timed on the warm-up batch submitted 2 x instances times
-   * at once, alternating, the better of two rounds each; the instances stay when at least MIN_INSTANCES_GAIN times
-   * as fast (each holds its own weights), else the one session. Only on CPU, with --num-threads
-   * not given and 2 cores or more, and for models whose engines all run on the one session (no separate media
-   * tower, not ColPali); otherwise one instance.
+   * MAX_CALIBRATED_INSTANCES, the cores split evenly), each warmed once per instance and then timed on the warm-up
+   * batch submitted 2 x instances times at once, alternating, the better of two rounds each; the instances stay when
+   * chooseInstances finds they pay for their memory (and fit the budgets), else the one session. Only on CPU, with
+   * --num-threads not given and 2 cores or more, and for models whose engines all run on the one session (no separate
+   * media tower, not ColPali); otherwise one instance. `oneBytes`: the model's memory so far, with the one session.
    */
-  private async calibrateInstances(m: ServedModel, engine: Engine<unknown, unknown, unknown>, encoded: readonly { ids: ArrayLike<number> }[]): Promise<void> {
+  private async calibrateInstances(m: ServedModel, engine: Engine<unknown, unknown, unknown>, encoded: readonly { ids: ArrayLike<number> }[], oneBytes: number): Promise<void> {
     const c = m.config;
-    if (c.numThreadsSet || m.provider !== "cpu" || c.numThreads < 2 || (m.task === "embed" && m.media) || (m.task === "multivector" && m.colpali)) return;
+    if (c.numThreadsSet) return void (m.instancesReason = `one session: --num-threads ${c.numThreads} given`);
+    if (m.provider !== "cpu") return void (m.instancesReason = `one session: not calibrated on ${m.provider}`);
+    if (c.numThreads < 2) return void (m.instancesReason = "one session: one core");
+    if ((m.task === "embed" && m.media) || (m.task === "multivector" && m.colpali)) return void (m.instancesReason = "one session: a model with a media tower");
     const n = Math.min(MAX_CALIBRATED_INSTANCES, c.numThreads);
     const threads = Math.floor(c.numThreads / n);
+    // Instances trade memory for speed, so the server makes that trade itself only within a memory budget the operator
+    // set: without one the timing is not even run (it holds the one session and n candidates at once: the bench
+    // model's server peaked at ~500 MiB during it, and kept 30-50 MiB of it with the one session kept).
+    const room = this.lifecycle.roomFor(m.name);
+    if (!Number.isFinite(room)) {
+      m.instancesReason = `one session: instances are calibrated only within --max-models-memory-mb (each holds its own weights); --instances ${n} --num-threads ${threads} sets them`;
+      return;
+    }
+    const mb = (b: number) => Math.round(b / 1048576);
+    // The calibration holds the one session and the candidates together: both must fit the room.
+    if (oneBytes + n * m.session.memoryBytes > room) {
+      m.instancesReason = `one session: timing ${n} instances beside the one needs about ${mb(oneBytes + n * m.session.memoryBytes)} MB, over the ${mb(room)} MB --max-models-memory-mb leaves it`;
+      return;
+    }
+    // --memory-budget-mb: n instances each running a batch at the token budget must fit it without cutting batches.
+    if (c.memoryBudgetMb && n * (m.sessionBytes + m.engine.batchLimits.maxBatchTokens * m.activationBytesPerToken) > c.memoryBudgetMb * 1048576) {
+      m.instancesReason = `one session: ${n} instances running a batch of ${m.engine.batchLimits.maxBatchTokens} tokens each would pass --memory-budget-mb ${c.memoryBudgetMb}`;
+      return;
+    }
     const engines = enginesOf(m);
     const tokens = encoded.reduce((s, e) => s + e.ids.length, 0);
     let candidate: ModelSession;
@@ -1076,8 +1139,10 @@ export class Registry {
       candidate = await m.newSession(threads, n);
     } catch (e) {
       log.warn("instances: the candidate sessions could not be created; keeping one", { model: m.name, error: (e as Error).message });
+      m.instancesReason = `one session: the candidate instances could not be created (${(e as Error).message})`;
       return;
     }
+    const one = m.session.memoryBytes;
     const use = async (which: "one" | "candidate") => {
       // A run's answer reaches its caller before the engine takes its runner back: wait for that.
       await Promise.all(engines.map((e) => e.idle()));
@@ -1091,37 +1156,48 @@ export class Registry {
       await Promise.all(Array.from({ length: k }, () => engine.submit(encoded)));
       return (k * tokens) / ((performance.now() - t0) / 1000);
     };
-    let one = 0, many = 0;
+    let oneSpeed = 0, manySpeed = 0, choice: { keep: boolean; reason: string };
     try {
+      // The candidate's instances run their first batch one at a time (their arenas measured, as the one session's
+      // were), so neither setting is timed cold.
+      await use("candidate");
+      await m.session.warmEach(() => engine.submit(encoded));
+      const many = m.session.memoryBytes;
+      await use("one");
       for (let round = 0; round < 2; round++) {
-        one = Math.max(one, await time());
+        oneSpeed = Math.max(oneSpeed, await time());
         await use("candidate");
-        many = Math.max(many, await time());
+        manySpeed = Math.max(manySpeed, await time());
         await use("one");
       }
-      if (many >= one * MIN_INSTANCES_GAIN) await use("candidate");
+      choice = chooseInstances({
+        n, threads, allThreads: c.numThreads, oneTokensPerSecond: oneSpeed, manyTokensPerSecond: manySpeed,
+        oneBytes, manyBytes: oneBytes - one + many, roomBytes: this.lifecycle.roomFor(m.name),
+      });
+      if (choice.keep) {
+        await use("candidate");
+        m.sessionBytes += candidate.createBytes - m.session.createBytes;
+      }
     } finally {
       // The setting not kept: its workers end, and their memory goes back to the system.
       await candidate.release();
       returnFreedMemory();
     }
     m.instancesSource = "calibrated";
-    log.info("instances", {
-      model: m.name,
-      timed: `1 x ${c.numThreads} threads ${one.toFixed(0)} tokens/s, ${n} x ${threads} threads ${many.toFixed(0)} tokens/s`,
-      chosen: `${m.session.instances} x ${m.session.settings.numThreads} threads`,
-    });
+    m.instancesReason = choice.reason;
+    log.info("instances", { model: m.name, chosen: `${m.session.instances} x ${m.session.settings.numThreads} threads`, reason: choice.reason });
   }
 
   /** Lowers a model's token budget so one batch's activations stay within its --memory-budget-mb. */
   private applyMemoryBudget(m: ServedModel): void {
     const budgetMb = m.config.memoryBudgetMb;
     if (!budgetMb) return;
-    const tokens = tokenBudgetWithin(budgetMb, m.sessionBytes, m.activationBytesPerToken, m.layout.maxLength, m.name);
+    // Each instance runs a batch at once: the budget holds every instance's weights and one batch per instance.
+    const tokens = tokenBudgetWithin(budgetMb, m.sessionBytes, m.activationBytesPerToken * m.session.instances, m.layout.maxLength, m.name);
     if (tokens < m.engine.batchLimits.maxBatchTokens) {
       m.engine.setMaxBatchTokens(tokens);
       if (m.task === "embed" && typeof m.tokens !== "string") m.tokens.setMaxBatchTokens(tokens);
-      log.info("memory budget lowers the batch token budget", { model: m.name, max_batch_tokens: tokens, budget_mb: budgetMb });
+      log.info("memory budget lowers the batch token budget", { model: m.name, max_batch_tokens: tokens, budget_mb: budgetMb, instances: m.session.instances });
     }
   }
 

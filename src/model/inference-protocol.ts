@@ -1,4 +1,5 @@
 // Messages between ModelSession (main thread) and its inference worker (inference-worker.ts).
+import type { LogLevel } from "../config";
 import type { Feed, InputSpec, OutputTensor, SessionHead, SessionSettings } from "./session";
 
 /**
@@ -9,7 +10,7 @@ import type { Feed, InputSpec, OutputTensor, SessionHead, SessionSettings } from
 export type InjectedFault = "exit" | "throw" | "hang";
 
 export type InferenceRequest =
-  | { id: number; type: "create"; path: string | Uint8Array; settings: SessionSettings; head?: SessionHead; fault?: InjectedFault }
+  | { id: number; type: "create"; path: string | Uint8Array; settings: SessionSettings; head?: SessionHead; fault?: InjectedFault; log?: { level: LogLevel; format: "text" | "json" } }
   | { id: number; type: "run"; feeds: Record<string, Feed>; outputNames: string[]; fault?: InjectedFault }
   | { id: number; type: "release" };
 

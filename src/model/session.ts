@@ -2,7 +2,7 @@
 // synchronously on the calling thread, and the main thread must stay free for HTTP, tokenizing small requests and
 // the other models' batches. This side builds feeds (pure functions over typed arrays), matches replies, and
 // replaces a worker that dies or hangs; onnx.ts does the onnxruntime work. Knows nothing of requests.
-import { log } from "../log";
+import { log, logSettings } from "../log";
 import { ModelLoadError, WorkerFailed } from "../errors";
 import type { CreatedSession, InferenceReply, InferenceRequest, InjectedFault } from "./inference-protocol";
 
@@ -78,6 +78,18 @@ export interface WorkerStatus {
   /** Workers replaced after dying or hanging. */
   restarts: number;
   lastFault: string | null;
+  /**
+   * Resident memory this instance took, measured on the process's RSS: while its worker started and created the
+   * session (weights, graph, the thread's runtime), plus what its own warm-up runs grew (its onnxruntime arena).
+   */
+  memoryBytes: number;
+  /** Batches this instance has run (warm-up's included). */
+  runs: number;
+}
+
+/** The process's resident bytes now. */
+export function residentBytes(): number {
+  return process.memoryUsage().rss;
 }
 
 /** Creating a session may compile kernels or engines (TensorRT) for minutes: it gets ten run timeouts. */
@@ -153,7 +165,8 @@ class WorkerLink {
  * a time (onnxruntime-node runs synchronously on the worker's thread), and is replaced when its worker dies or hangs.
  */
 class Instance {
-  private link: WorkerLink;
+  /** Started by create(), so each instance's memory is measured apart from the others'. */
+  private link: WorkerLink | null = null;
   /** Settles when the current worker has its session (or failed to create it). */
   ready: Promise<void> = Promise.resolve();
   state: WorkerState = "starting";
@@ -161,20 +174,27 @@ class Instance {
   /** Replacements in a row that failed to start: the backoff of retryLater. */
   private failedRetries = 0;
   lastFault: string | null = null;
+  /** RSS growth while its worker started and created the session. */
+  createBytes = 0;
+  /** RSS growth during its warm-up runs (ModelSession.warmEach): its onnxruntime arena. */
+  runBytes = 0;
+  /** Runs answered. */
+  runs = 0;
 
-  constructor(public owner: ModelSession, readonly label: string) {
-    this.link = this.spawn();
-  }
+  constructor(public owner: ModelSession, readonly label: string) {}
 
-  /** Creates the first session; a failure ends the worker. */
+  /** Starts the worker and creates the first session, measuring the RSS it adds; a failure ends the worker. */
   async create(): Promise<CreatedSession> {
+    const before = residentBytes();
+    const link = (this.link = this.spawn());
     try {
-      const created = (await this.link.call(this.owner.createMessage(false), this.owner.timeoutMs * CREATE_TIMEOUT_FACTOR)).created!;
+      const created = (await link.call(this.owner.createMessage(false), this.owner.timeoutMs * CREATE_TIMEOUT_FACTOR)).created!;
       this.state = "ready";
+      this.createBytes = Math.max(0, residentBytes() - before);
       return created;
     } catch (e) {
       this.state = "released";
-      this.link.lose("the session could not be created", false);
+      link.lose("the session could not be created", false);
       throw e;
     }
   }
@@ -231,7 +251,7 @@ class Instance {
   }
 
   get status(): WorkerStatus {
-    return { state: this.state, restarts: this.restarts, lastFault: this.lastFault };
+    return { state: this.state, restarts: this.restarts, lastFault: this.lastFault, memoryBytes: this.createBytes + this.runBytes, runs: this.runs };
   }
 
   async send(msg: Request): Promise<Ok> {
@@ -242,7 +262,9 @@ class Instance {
     }
     if (this.state === "released") throw new WorkerFailed(`model ${this.label} is shutting down`);
     if (this.state !== "ready") throw new WorkerFailed(`model ${this.label} has no working inference worker: ${this.lastFault}`);
-    return this.link.call(this.owner.withFault(msg), this.owner.timeoutMs);
+    const reply = await this.link!.call(this.owner.withFault(msg), this.owner.timeoutMs);
+    if (msg.type === "run") this.runs++;
+    return reply;
   }
 
   /** Ends the worker. A run still in flight (shutdown timeout reached) fails with WorkerFailed. */
@@ -250,6 +272,7 @@ class Instance {
     if (this.state === "released") return;
     this.state = "released";
     const link = this.link;
+    if (!link) return;
     if (link.pending === 0) await link.call({ type: "release" }, 5000).catch(() => {});
     link.lose(`model ${this.label} is shutting down`, false);
   }
@@ -268,6 +291,8 @@ export class ModelSession {
   inputNames: readonly string[] = [];
   outputNames: readonly string[] = [];
   private members: Instance[];
+  /** The instance every run goes to during warmEach. */
+  private pinned: Instance | null = null;
   private readonly injected: InjectedFault[] = [];
   private readonly label: string;
   readonly timeoutMs: number;
@@ -312,7 +337,7 @@ export class ModelSession {
 
   /** The message that creates this session in a worker; a replacement's may carry an injected fault. */
   createMessage(replacement: boolean): Request {
-    return { type: "create", path: this.path, settings: this.settings, head: this.head, fault: replacement ? this.injected.shift() : undefined };
+    return { type: "create", path: this.path, settings: this.settings, head: this.head, fault: replacement ? this.injected.shift() : undefined, log: logSettings() };
   }
 
   /** A run message with the next injected fault, if any (test-only). */
@@ -337,7 +362,42 @@ export class ModelSession {
       state: down?.state ?? "ready",
       restarts: this.members.reduce((s, m) => s + m.restarts, 0),
       lastFault: (down ?? faulted[faulted.length - 1])?.lastFault ?? null,
+      memoryBytes: this.memoryBytes,
+      runs: this.members.reduce((s, m) => s + m.runs, 0),
     };
+  }
+
+  /** What all instances took (each measured at its creation and its warm-up runs). */
+  get memoryBytes(): number {
+    return this.members.reduce((s, m) => s + m.createBytes + m.runBytes, 0);
+  }
+
+  /** What creating the instances took (weights, graph, workers), without their arenas. */
+  get createBytes(): number {
+    return this.members.reduce((s, m) => s + m.createBytes, 0);
+  }
+
+  /** The largest arena growth one instance's warm-up runs measured. */
+  get maxRunBytes(): number {
+    return Math.max(0, ...this.members.map((m) => m.runBytes));
+  }
+
+  /**
+   * Warm-up: calls `run` (which must make exactly one run of this session, e.g. an engine submit of one batch) once
+   * per instance, one after another, each run going to the next instance, and adds the RSS each run grew to that
+   * instance's memory. Nothing else may run on this session meanwhile.
+   */
+  async warmEach(run: () => Promise<unknown>): Promise<void> {
+    for (const m of this.members) {
+      this.pinned = m;
+      try {
+        const before = residentBytes();
+        await run();
+        m.runBytes += Math.max(0, residentBytes() - before);
+      } finally {
+        this.pinned = null;
+      }
+    }
   }
 
   /** Each instance's worker state. */
@@ -370,6 +430,7 @@ export class ModelSession {
 
   /** The instance for the next run: a ready one with nothing in flight, else the one with the least in flight. */
   private pick(): Instance {
+    if (this.pinned) return this.pinned;
     let best = this.members[0]!;
     const score = (m: Instance) => m.running * 2 + (m.state === "ready" ? 0 : 1);
     for (const m of this.members) if (score(m) < score(best)) best = m;

@@ -262,4 +262,26 @@ describe("Lifecycle", () => {
     expect(second).not.toBe(first);
     expect(builds).toEqual(["a", "a"]);
   });
+
+  test("before a first load, a model with --instances N is expected to take its weights N times (each instance holds them)", async () => {
+    const slots = new Map([["two", slot("two", 30, { instances: 2 })], ["one", slot("one", 30, { instances: 0 })]]);
+    expect(slots.get("two")!.expectedBytes).toBe(60 * MB);
+    expect(slots.get("one")!.expectedBytes).toBe(30 * MB);
+    const lifecycle = new Lifecycle<Fake>(
+      slots,
+      { build: async (s) => ({ memoryBytes: s.expectedBytes, busy: false, released: false }), isIdle: () => true, drained: async () => {}, release: async () => {} },
+      { maxModelsMemoryBytes: 50 * MB, loadTimeoutMs: 5000, loadRetryMs: 0 },
+      null,
+    );
+    await expect(lifecycle.acquire(slots.get("two")!)).rejects.toThrow(/model "two" needs about 60 MB, more than --max-models-memory-mb 50 allows/);
+    await lifecycle.acquire(slots.get("one")!);
+  });
+
+  test("roomFor: what the budget leaves a model beside the other loaded models (Infinity without a budget)", async () => {
+    const { lifecycle, get } = setup([["a", 30], ["b", 10]], { budgetMb: 100 });
+    await lifecycle.acquire(get("a"));
+    expect(lifecycle.roomFor("b")).toBe(70 * MB);
+    expect(lifecycle.roomFor("a")).toBe(100 * MB);
+    expect(setup([["a", 30]]).lifecycle.roomFor("a")).toBe(Infinity);
+  });
 });

@@ -34,7 +34,7 @@ describe("ModelSession in an inference worker", () => {
       expect(ids.shape.length).toBe(2);
       // Dynamic axes come back as their symbolic names.
       expect(typeof ids.shape[1]).toBe("string");
-      expect(s.status).toEqual({ state: "ready", restarts: 0, lastFault: null });
+      expect(s.status).toMatchObject({ state: "ready", restarts: 0, lastFault: null });
     });
   });
 
@@ -130,7 +130,7 @@ describe("ModelSession in an inference worker", () => {
     let stuck: Promise<unknown> = Promise.resolve();
     try {
       expect(s.instances).toBe(2);
-      expect(s.instanceStatus).toEqual([{ state: "ready", restarts: 0, lastFault: null }, { state: "ready", restarts: 0, lastFault: null }]);
+      expect(s.instanceStatus).toMatchObject([{ state: "ready", restarts: 0, lastFault: null }, { state: "ready", restarts: 0, lastFault: null }]);
       const name = s.outputNames[0]!;
       const want = await s.run(batch(5), name);
       s.injectFault("hang");

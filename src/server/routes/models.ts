@@ -45,6 +45,8 @@ function describe(e: ModelEntry) {
     instances: m ? m.session.instances : e.config.instances || null,
     intra_op_threads: m ? m.session.settings.numThreads : e.config.numThreads,
     instances_source: m ? m.instancesSource : null,
+    // Why: the calibration's timings and memory (tokens/s and resident bytes of both settings), or what ruled it out.
+    instances_reason: m ? m.instancesReason : null,
     // Measured at the last load (kept while unloaded, so the memory budget can plan the next load).
     memory_bytes: e.memoryBytes,
     state: e.state,
@@ -54,7 +56,9 @@ function describe(e: ModelEntry) {
     load_seconds: e.loadSeconds,
     error: e.error,
     // One inference worker per session instance (a multimodal model's media tower has its own).
-    inference_workers: m ? workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts, last_fault: w.lastFault, intra_op_threads: w.threads })) : [],
+    // memory_bytes: what each instance took (its session and worker, then its arena at warm-up); memory_bytes above
+    // is the whole model's (all instances, tokenizer), which the memory budget counts. batches: runs it answered.
+    inference_workers: m ? workersOf(m).map((w) => ({ state: w.state, restarts: w.restarts, last_fault: w.lastFault, intra_op_threads: w.threads, memory_bytes: w.memoryBytes, batches: w.runs })) : [],
   };
 }
 
