@@ -1,6 +1,6 @@
 // Which model serves a name and a capability. Loads every configured model (resolve -> layout -> session ->
 // tokenizer -> engine -> warm-up) and answers lookups from the HTTP layer.
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
 import { log } from "../log";
@@ -18,8 +18,10 @@ import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, readPickledHeads, type DenseLayer } from "../model/dense";
 import { onnxOutputNames } from "../model/onnx-graph";
 import { KEEP_LOGITS_INPUTS, lastPositionGraph, type LastPositionGraph } from "../model/logits-graph";
+import { splitCombinedExport, type SplitTowers } from "../model/split";
+import type { Removable } from "../model/scratch";
 import { classifyReader } from "../tasks/classify";
-import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader } from "../tasks/embed";
+import { DEFAULT_ADAPTER_TASK, embedReader, projectionReader, textTowerReader } from "../tasks/embed";
 import { llmRerankText, rerankReader, yesNoReader } from "../tasks/rerank";
 import { idfTable, specialTokenIds, spladeReader, staticSparse, type SparseVector } from "../tasks/sparse";
 import { readSafetensors } from "../model/safetensors";
@@ -117,8 +119,10 @@ interface Base {
 export interface MediaTower {
   modality: "image" | "audio";
   engine: Engine<Float32Array, Float32Array, FeatureBatch>;
-  /** Its own session, or null when it shares the combined export's session with the text tower. */
+  /** Its own session, or null when it shares the combined export's session with the text tower (not split). */
   session: ModelSession | null;
+  /** The per-tower graphs a combined export was split into (removed at unload), or null. */
+  split: SplitTowers | null;
   /** Decodes and preprocesses files in the media workers: one tensor per input. */
   prepare(files: Uint8Array[]): Promise<Float32Array[]>;
 }
@@ -211,6 +215,31 @@ export interface ColbertModel {
   dim: number | null;
 }
 
+/**
+ * A combined multimodal export (one graph, both towers) as one graph per tower (model/split.ts): onnxruntime runs a
+ * whole graph for any output, so through the combined graph each text batch would also run the media tower on a
+ * dummy input. Null when the graph lacks a tower's output (the load then reports it) or cannot be split (a warning;
+ * the towers then share the combined graph with one-row dummies).
+ */
+function splitTowers(layout: ModelLayout, model: string): SplitTowers | null {
+  const media = layout.media!;
+  const path = join(layout.dir, layout.onnxFile);
+  const names = onnxOutputNames(path);
+  let outputs: [string, string];
+  try {
+    outputs = [textTowerReader.outputName(names), (media.modality === "image" ? imageReader : audioReader).outputName(names)];
+  } catch {
+    return null;
+  }
+  try {
+    const split = splitCombinedExport(path, ...outputs);
+    log.info(`${layout.onnxFile}: both towers in one graph, split into one graph per tower`, { model, text: outputs[0], [media.modality]: outputs[1], folder: dirname(split.text) });
+    return split;
+  } catch (e) {
+    log.warn(`${layout.onnxFile}: both towers in one graph, which could not be split (${(e as Error).message}): each tower's batches feed the other tower a one-row dummy input, which onnxruntime runs too`, { model });
+    return null;
+  }
+}
 /** The sessions a model runs on: its own, and its media tower's when that has one. */
 export function sessionsOf(m: ServedModel): ModelSession[] {
   return m.task === "embed" && m.media?.session ? [m.session, m.media.session] : [m.session];
@@ -720,13 +749,14 @@ export class Registry {
     if (m.task === "embed" && m.media) await m.media.session?.release().catch(() => {});
     await m.session.release().catch(() => {});
     m.logitsGraph?.remove();
+    if (m.task === "embed") m.media?.split?.remove();
     await this.pool.unload(m.name).catch(() => {});
     returnFreedMemory();
   }
 
   private async loadOne(c: ModelConfig, layout: ModelLayout, cacheScope: string): Promise<ServedModel> {
     const sessions: ModelSession[] = [];
-    const graphs: LastPositionGraph[] = [];
+    const graphs: Removable[] = [];
     try {
       return await this.assemble(c, layout, cacheScope, sessions, graphs);
     } catch (e) {
@@ -739,7 +769,7 @@ export class Registry {
   }
 
   /** Sessions, tokenizer and engines of one model; every session created is pushed to `sessions`. */
-  private async assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string, sessions: ModelSession[], graphs: LastPositionGraph[]): Promise<ServedModel> {
+  private async assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string, sessions: ModelSession[], graphs: Removable[]): Promise<ServedModel> {
     for (const w of layout.warnings) log.warn(w, { model: c.servedModelName });
     if (c.idfMissingWeight !== 0 && !layout.sparse?.query?.idf) {
       throw new ModelLoadError(`--idf-missing-weight ${c.idfMissingWeight} applies to inference-free sparse models with an idf.json (the older OpenSearch layout); this model has none`);
@@ -778,9 +808,13 @@ export class Registry {
     const logits = causalReranker ? lastPositionGraph(join(layout.dir, layout.onnxFile), "logits", [template.no!, template.yes!]) : null;
     const logitsGraph = logits && "path" in logits ? logits : null;
     if (logitsGraph) graphs.push(logitsGraph);
-    const graphPath = logitsGraph?.path ?? join(layout.dir, layout.onnxFile);
+    // A combined multimodal export runs as one graph per tower when it can be split (the text session gets the text one).
+    const split = layout.media?.combined ? splitTowers(layout, key) : null;
+    if (split) graphs.push(split);
+    const graphPath = logitsGraph?.path ?? split?.text ?? join(layout.dir, layout.onnxFile);
+    const externalDataDir = logitsGraph?.externalDataDir ?? split?.externalDataDir;
     const newSession = (numThreads: number, instances: number) =>
-      ModelSession.create(graphPath, { device: c.device, numThreads, externalDataDir: logitsGraph?.externalDataDir }, worker(c.servedModelName), head, instances);
+      ModelSession.create(graphPath, { device: c.device, numThreads, externalDataDir }, worker(c.servedModelName), head, instances);
     const session = await newSession(c.numThreads, c.instances || 1);
     sessions.push(session);
     // Every engine over this session dispatches to one runner per instance (the session picks a free instance).
@@ -896,15 +930,15 @@ export class Registry {
       const inputName = image ? IMAGE_INPUT : AUDIO_INPUT;
       const shape = image ? imageInputShape(media) : audioInputShape(media);
       const mediaReader = image ? imageReader : audioReader;
-      const textReader = projectionReader(["text_embeds", "text_embeddings", "pooler_output"]);
+      const textReader = textTowerReader;
       let mediaSession: ModelSession | null = null;
       let textRunner: Runner<Float32Array>;
       let towerRunner;
-      if (media.combined) {
+      if (media.combined && !split) {
         textRunner = combinedTextRunner(session, textReader, mediaDummy(inputName, shape));
         towerRunner = mediaRunner(session, mediaReader, inputName, textDummy(padId));
       } else {
-        mediaSession = await ModelSession.create(join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads }, worker(`${c.servedModelName}/${media.modality}`));
+        mediaSession = await ModelSession.create(split?.media ?? join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads, externalDataDir }, worker(`${c.servedModelName}/${media.modality}`));
         sessions.push(mediaSession);
         textRunner = sessionRunner(session, textReader);
         towerRunner = mediaRunner(mediaSession, mediaReader, inputName);
@@ -919,6 +953,7 @@ export class Registry {
         modality: media.modality,
         engine: new Engine(`${key}/${media.modality}`, mediaSession ? towerRunner : each(towerRunner), featureBatches(shape), towerLimits, this.metrics),
         session: mediaSession,
+        split,
         prepare: (files) => pool.process(mediaKey, files),
       };
       const bytes = sessionBytes();

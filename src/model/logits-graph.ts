@@ -11,10 +11,10 @@
 // keeps the graph as it is, with the reason returned for the load log. Only the small records are read and
 // re-encoded: the weights are copied byte for byte into a temporary file, and external data (model.onnx_data) is
 // read from the source folder (SessionSettings.externalDataDir).
-import { closeSync, fstatSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, fstatSync, openSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { FileReader, Writer, eachField, fieldsOf, stringsOf, type Field } from "./protobuf";
+import { FileReader, Writer, copyRange, eachField, fieldsOf, stringsOf, varintBytes, type Field } from "./protobuf";
+import { scratchFolder, type Removable } from "./scratch";
 
 // onnx.proto3 field numbers.
 const MODEL = { graph: 7, opsetImport: 8 } as const;
@@ -205,20 +205,6 @@ function withLastDim(record: Uint8Array, size: number): Uint8Array {
   return Uint8Array.from(new Writer().raw(GRAPH.output, rewrite(fieldsOf(record)[0]!.bytes, [2, 1, 2]).bytes).bytes);
 }
 
-function copyRange(from: number, to: number, start: number, end: number): void {
-  const chunk = Buffer.alloc(Math.min(16 * 1048576, Math.max(1, end - start)));
-  for (let pos = start; pos < end; ) {
-    const n = readSync(from, chunk, 0, Math.min(chunk.length, end - pos), pos);
-    if (n <= 0) throw new Error(`short read at byte ${pos}`);
-    writeSync(to, chunk, 0, n);
-    pos += n;
-  }
-}
-
-function varintBytes(v: number): number[] {
-  return new Writer().varint(v).bytes;
-}
-
 /** The rewritten graph: a file in a temporary folder. */
 export interface LastPositionGraph {
   path: string;
@@ -235,9 +221,6 @@ export interface LastPositionGraph {
   remove(): void;
 }
 
-const made = new Set<string>();
-let exitHook = false;
-
 /**
  * Writes `source` with the hidden state sliced to the last position before the lm_head that computes `output`,
  * into a new temporary folder, or returns why the graph was left as it is. With `columns` (vocabulary ids), a MatMul
@@ -251,7 +234,7 @@ export function lastPositionGraph(source: string, output = "logits", columns?: r
   } catch (e) {
     return { reason: `cannot open ${source}: ${(e as Error).message}` };
   }
-  let dir: string | null = null;
+  let folder: Removable | null = null;
   try {
     const r = new FileReader(fd);
     const g = readSummary(r, fstatSync(fd).size);
@@ -289,8 +272,9 @@ export function lastPositionGraph(source: string, output = "logits", columns?: r
     const { tagStart, from, to } = g.graph;
     const bodyLength = to - from + inits.bytes.length + replaced.reduce((n, x) => n + x.bytes.length - (x.end - x.start), 0);
 
-    dir = mkdtempSync(join(tmpdir(), "infinity-logits-"));
-    const path = join(dir, basename(source));
+    const scratch = scratchFolder("infinity-logits-");
+    folder = scratch;
+    const path = join(scratch.dir, basename(source));
     const out = openSync(path, "w");
     try {
       copyRange(fd, out, 0, tagStart);
@@ -307,26 +291,15 @@ export function lastPositionGraph(source: string, output = "logits", columns?: r
     } finally {
       closeSync(out);
     }
-    const folder = dir;
-    made.add(folder);
-    if (!exitHook) {
-      exitHook = true;
-      process.once("exit", () => {
-        for (const d of made) rmSync(d, { recursive: true, force: true });
-      });
-    }
     return {
       path,
       externalDataDir: dirname(resolve(source)),
       columns: gather ? [...columns!] : null,
       head: plan.head.name || plan.head.outputs[0]!,
-      remove: () => {
-        made.delete(folder);
-        rmSync(folder, { recursive: true, force: true });
-      },
+      remove: scratch.remove,
     };
   } catch (e) {
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    folder?.remove();
     return { reason: `${source} could not be rewritten: ${(e as Error).message}` };
   } finally {
     closeSync(fd);

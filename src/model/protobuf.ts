@@ -1,7 +1,7 @@
 // The few lines of protobuf framing the server needs to read and write ONNX files without a dependency: a reader
 // that walks the fields of a message in a file by seeking (weights, often hundreds of MB, are skipped, never read),
 // a walker over a small message held in memory, and a writer. Field numbers are onnx.proto3's, at each caller.
-import { readSync } from "node:fs";
+import { readSync, writeSync } from "node:fs";
 
 export class FileReader {
   private readonly buf = Buffer.alloc(10);
@@ -131,4 +131,20 @@ export class Writer {
     for (let i = 0; i < b.length; i++) this.bytes.push(b[i]!);
     return this;
   }
+}
+
+/** Copies bytes [start, end) of one open file to the end of another, in chunks (weights are never held whole). */
+export function copyRange(from: number, to: number, start: number, end: number): void {
+  const chunk = Buffer.alloc(Math.min(16 * 1048576, Math.max(1, end - start)));
+  for (let pos = start; pos < end; ) {
+    const n = readSync(from, chunk, 0, Math.min(chunk.length, end - pos), pos);
+    if (n <= 0) throw new Error(`short read at byte ${pos}`);
+    writeSync(to, chunk, 0, n);
+    pos += n;
+  }
+}
+
+/** A varint's bytes (lengths past 2^31 too). */
+export function varintBytes(v: number): number[] {
+  return new Writer().varint(v).bytes;
 }

@@ -167,6 +167,9 @@ export function projectionReader(outputs: string | readonly string[]): TaskReade
   };
 }
 
+/** The text tower of a multimodal model: CLIP/CLAP text_embeds, jina-clip's text_embeddings, SigLIP's pooler_output. */
+export const textTowerReader = projectionReader(["text_embeds", "text_embeddings", "pooler_output"]);
+
 /** What a request may say about its inputs; every API shape (OpenAI, Cohere, TEI) maps its fields onto this. */
 export interface PromptRequest {
   /** A prompt of the model's config_sentence_transformers.json, by name. */

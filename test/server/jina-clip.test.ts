@@ -1,14 +1,15 @@
 // jina-clip (jinaai/jina-clip-v2 layout): one onnx/model.onnx with both towers (input_ids + pixel_values ->
 // text_embeddings, image_embeddings and their l2norm_ variants), through the HTTP API against the torch model of
 // test/fixtures/generate/jina_clip.py: text batched with other texts (right padding with the pad id; the graph makes
-// its mask from it), images batched with other images, each fed a one-row dummy for the other tower; the query
-// instruction; Matryoshka truncation before normalising; raw vectors; refusals.
+// its mask from it), images batched with other images, each tower through its own graph cut from the combined one
+// (also with the weights as external data); the query instruction; Matryoshka truncation before normalising; raw
+// vectors; refusals.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, fixtureBytes, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+import { fixture, fixtureBytes, l2, maxAbsDiff, postJson, reference, ROOT, startTestServer } from "../helpers";
 
 type TextCase = { text: string; task: string | null; input_ids: number[]; text_embeddings: number[] };
 type ImageCase = { file: string; image_embeddings: number[] };
@@ -112,11 +113,45 @@ describe("jina-clip: vision tower of the combined export", () => {
     expect(maxAbsDiff(raw.json.data[0].embedding, ref.image_cases[2]!.image_embeddings)).toBeLessThanOrEqual(1e-4);
   });
 
-  test("/models lists it with text and image inputs and the projection size", async () => {
-    const { data } = (await (await fetch(`${url}/models`)).json()) as { data: Array<{ id: string; modalities: string[]; dimensions: number }> };
+  test("/models lists it with text and image inputs, the projection size, and one session per tower (the graph split)", async () => {
+    const { data } = (await (await fetch(`${url}/models`)).json()) as { data: Array<{ id: string; modalities: string[]; dimensions: number; inference_workers: unknown[] }> };
     const m = data.find((d) => d.id === "jina-clip")!;
     expect(m.modalities).toEqual(["text", "image"]);
     expect(m.dimensions).toBe(ref.dimension);
+    expect(m.inference_workers.length).toBe(2);
+  });
+});
+
+describe("jina-clip with its weights as external data (as the hub's fp32 export)", () => {
+  test("each tower's graph reads the weights beside the export: text and images as the references; the split's folder goes at shutdown", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "jina-clip-ext-"));
+    cpSync(fixture("jina-clip"), dir, { recursive: true });
+    rmSync(join(dir, "onnx"), { recursive: true });
+    cpSync(join(ROOT, "test", "fixtures", "variants", "jina-clip-external"), join(dir, "onnx"), { recursive: true });
+    // a temporary folder of its own, so that other servers' splits do not count
+    const temp = mkdtempSync(join(tmpdir(), "jina-clip-tmp-"));
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = temp;
+    let ext: RunningServer;
+    try {
+      ext = await startTestServer({ "model-id": dir, "served-model-name": "ext" });
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    }
+    try {
+      expect(readdirSync(temp).filter((f) => f.startsWith("infinity-towers-")).length).toBe(1);
+      const post = (body: Record<string, unknown>) => postJson(`${ext.url}/embeddings`, { model: "ext", encoding_format: "float", ...body });
+      const txt = await post({ input: ref.text_cases.slice(0, 4).map((c) => c.text) });
+      ref.text_cases.slice(0, 4).forEach((c, i) => expect(maxAbsDiff(txt.json.data[i].embedding, l2(c.text_embeddings))).toBeLessThanOrEqual(1e-4));
+      const img = await post({ modality: "image", input: uris });
+      ref.image_cases.forEach((c, i) => expect(maxAbsDiff(img.json.data[i].embedding, l2(c.image_embeddings))).toBeLessThanOrEqual(1e-4));
+    } finally {
+      await ext.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(readdirSync(temp)).toEqual([]);
+    rmSync(temp, { recursive: true, force: true });
   });
 });
 
