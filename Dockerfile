@@ -43,6 +43,7 @@ ENV INFINITY_HOST=0.0.0.0 \
     INFINITY_PORT=7997 \
     INFINITY_HOME=/data \
     INFINITY_NATIVE_DIR=/opt/infinity/native \
+    TMPDIR=/data/tmp \
     INFINITY_LOG_FORMAT=json
 VOLUME ["/data"]
 EXPOSE 7997
@@ -61,6 +62,7 @@ ENV INFINITY_HOST=0.0.0.0 \
     INFINITY_PORT=7997 \
     INFINITY_HOME=/data \
     INFINITY_NATIVE_DIR=/opt/infinity/native \
+    TMPDIR=/data/tmp \
     INFINITY_LOG_FORMAT=json \
     INFINITY_DEVICE=cuda
 VOLUME ["/data"]

@@ -93,7 +93,7 @@ describe("deploy/kubernetes manifests", () => {
   test("container: port, INFINITY_* options that exist, resources, non-root and read-only", () => {
     expect(container.ports[0].containerPort).toBe(Number(env.INFINITY_PORT));
     const known = new Set(OPTIONS.map((o) => "INFINITY_" + o.name.toUpperCase().replace(/-/g, "_")));
-    for (const name of Object.keys(env)) if (name !== "INFINITY_HOME" && name !== "INFINITY_NATIVE_DIR") expect(known).toContain(name);
+    for (const name of Object.keys(env)) if (!["INFINITY_HOME", "INFINITY_NATIVE_DIR", "TMPDIR"].includes(name)) expect(known).toContain(name);
     expect(container.resources.requests.cpu).toBeDefined();
     expect(container.resources.requests.memory).toBeDefined();
     expect(container.resources.limits.memory).toBeDefined();
@@ -102,6 +102,8 @@ describe("deploy/kubernetes manifests", () => {
     // The model cache is a volume mounted where INFINITY_HOME points.
     const mount = container.volumeMounts.find((m: { mountPath: string }) => m.mountPath === env.INFINITY_HOME);
     expect(pod.volumes.map((v: { name: string }) => v.name)).toContain(mount.name);
+    // Rewritten graphs (src/model/scratch.ts) go under TMPDIR: with a read-only root it must be on that volume.
+    expect(env.TMPDIR.startsWith(`${mount.mountPath}/`)).toBe(true);
   });
 
   test("Service, PDB and HPA select / target the Deployment", () => {
@@ -141,5 +143,7 @@ describe("Dockerfile", () => {
     expect(text).toMatch(/INFINITY_NATIVE_DIR=\/opt\/infinity\/native/);
     expect(text).toMatch(/--chown=65532:65532 \/out\/native \/opt\/infinity\/native/);
     expect(text).toMatch(/VOLUME \["\/data"\]/);
+    // Both runtime stages keep the temporary folder (rewritten graphs) on the volume, not on the read-only root.
+    expect([...text.matchAll(/^\s*TMPDIR=(\S+)/gm)].map((m) => m[1])).toEqual(["/data/tmp", "/data/tmp"]);
   });
 });
