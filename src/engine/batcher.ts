@@ -74,6 +74,60 @@ export function fitRunOverhead(samples: readonly RunTiming[]): RunOverheadFit | 
   return { fixedMs: a, msPerToken: c, tokens: Math.min(hi, Math.max(lo, Math.round(a / c))) };
 }
 
+/**
+ * Token-budget calibration (warm-up, --max-batch-tokens 0): batches of identical rows at doubling sizes from
+ * TOKEN_BUDGET_START padded tokens, timed. The first TOKEN_BUDGET_FIRST sizes are always timed; the climb goes on
+ * while a doubling raised tokens/s by at least TOKEN_BUDGET_CLIMB. The budget is the largest size within
+ * TOKEN_BUDGET_TOLERANCE of the best tokens/s (a near-tie goes to the larger batch, whose arena is already grown). On
+ * a CPU tokens/s rises to a few hundred tokens per batch (caches) and then falls, on a GPU or a many-core CPU it
+ * keeps rising far longer, so the same model gets about 512 on 2 cores and thousands where more parallel work pays.
+ * The climb stops early on purpose: every size timed grows the session's arena to hold it for good.
+ */
+export const TOKEN_BUDGET_START = 128;
+export const TOKEN_BUDGET_FIRST = 3;
+export const TOKEN_BUDGET_CLIMB = 1.1;
+export const TOKEN_BUDGET_TOLERANCE = 0.97;
+/** Row length the calibration prefers (shorter when the model's max length is): typical retrieval inputs. */
+export const TOKEN_BUDGET_ROW = 128;
+
+/** One timed batch of the token-budget calibration: `rows` identical rows of `length` tokens. */
+export interface BudgetTiming {
+  rows: number;
+  length: number;
+  ms: number;
+}
+
+export const budgetTokens = (t: { rows: number; length: number }): number => t.rows * t.length;
+const tokensPerMs = (t: BudgetTiming): number => budgetTokens(t) / t.ms;
+
+/**
+ * The batch shape that makes `target` padded tokens: rows of TOKEN_BUDGET_ROW tokens (the max length when shorter),
+ * more rows up to the batch size, then longer rows up to the max length. null when the shape cannot come within
+ * three quarters of the target (the batch size and max length cap it) or does not exceed `previous` tokens.
+ */
+export function budgetShape(target: number, maxLength: number, maxBatchSize: number, previous = 0): { rows: number; length: number } | null {
+  let length = Math.min(TOKEN_BUDGET_ROW, maxLength);
+  const rows = Math.max(1, Math.min(maxBatchSize, Math.round(target / length)));
+  if (rows === maxBatchSize) length = Math.min(maxLength, Math.max(length, Math.round(target / rows)));
+  const tokens = rows * length;
+  return tokens >= 0.75 * target && tokens > previous ? { rows, length } : null;
+}
+
+/** Whether to time the next doubling: fewer than TOKEN_BUDGET_FIRST timed, or the last one gained TOKEN_BUDGET_CLIMB. */
+export function keepClimbing(timings: readonly BudgetTiming[]): boolean {
+  if (timings.length < TOKEN_BUDGET_FIRST) return true;
+  const [a, b] = [timings.at(-2)!, timings.at(-1)!];
+  return tokensPerMs(b) >= TOKEN_BUDGET_CLIMB * tokensPerMs(a);
+}
+
+/** The largest timed batch within TOKEN_BUDGET_TOLERANCE of the best tokens/s; null when nothing was timed. */
+export function chooseBudget(timings: readonly BudgetTiming[]): BudgetTiming | null {
+  const timed = timings.filter((t) => t.ms > 0 && Number.isFinite(t.ms));
+  if (timed.length === 0) return null;
+  const best = Math.max(...timed.map(tokensPerMs));
+  return timed.filter((t) => tokensPerMs(t) >= TOKEN_BUDGET_TOLERANCE * best).reduce((a, b) => (budgetTokens(b) > budgetTokens(a) ? b : a));
+}
+
 export function windowFor(maxBatchSize: number): number {
   return Math.max(4 * maxBatchSize, 64);
 }

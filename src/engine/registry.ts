@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
 import { log } from "../log";
-import { DEFAULT_RUN_OVERHEAD_TOKENS, fitRunOverhead, type RunTiming } from "./batcher";
+import { budgetShape, budgetTokens, chooseBudget, DEFAULT_RUN_OVERHEAD_TOKENS, fitRunOverhead, keepClimbing, TOKEN_BUDGET_FIRST, TOKEN_BUDGET_START, type BudgetTiming, type RunTiming } from "./batcher";
 import type { Metrics } from "../metrics";
 import { readLayout, type ColPaliLayout, type HybridLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
 import type { MediaPool } from "../media/pool";
@@ -82,6 +82,11 @@ interface Base {
   warmupTokensPerSecond: number;
   /** Where the text engine's run overhead came from: --run-overhead-tokens, warm-up timing, or the constant. */
   runOverheadSource: "flag" | "calibrated" | "default";
+  /**
+   * Where the batch token budget came from: --max-batch-tokens, timed at warm-up, the provider's constant (no
+   * warm-up, or a model the calibration does not time), or lowered to fit --memory-budget-mb.
+   */
+  maxBatchTokensSource: "flag" | "calibrated" | "default" | "memory-budget";
   /** Where the session's instance count (and, when calibrated, its threads) came from. */
   instancesSource: "flag" | "calibrated" | "default";
   /** Why the model runs the instances it runs (the calibration's timings and memory, or what ruled it out). */
@@ -733,7 +738,7 @@ export class Registry {
       pooling: m.task === "embed" ? `${poolingOf(m.layout, m.session).method} (${poolingOf(m.layout, m.session).source})` : undefined,
       max_length: m.layout.maxLength,
       batch_size: m.config.batchSize,
-      max_batch_tokens: m.engine.batchLimits.maxBatchTokens,
+      max_batch_tokens: `${m.engine.batchLimits.maxBatchTokens} (${m.maxBatchTokensSource})`,
       memory_mb: Math.round(m.memoryBytes / 1048576),
       warmup_tokens_per_s: m.warmupTokensPerSecond ? Math.round(m.warmupTokensPerSecond) : undefined,
       run_overhead_tokens: `${m.engine.batchLimits.runOverheadTokens} (${m.runOverheadSource})`,
@@ -902,6 +907,7 @@ export class Registry {
       logitsGraph,
       warmupTokensPerSecond: 0,
       runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
+      maxBatchTokensSource: (c.maxBatchTokens > 0 ? "flag" : "default") as ServedModel["maxBatchTokensSource"],
       instancesSource: (c.instances > 0 ? "flag" : "default") as ServedModel["instancesSource"],
       instancesReason: c.instances > 0 ? `--instances ${c.instances}` : c.modelWarmup ? "one session" : "one session: --no-model-warmup (nothing timed)",
       newSession,
@@ -1082,6 +1088,7 @@ export class Registry {
     }
     const seconds = (performance.now() - t0) / 1000;
     m.warmupTokensPerSecond = tokens / seconds;
+    if (m.config.maxBatchTokens === 0) await this.calibrateTokenBudget(m, engine, sentence, encodeFor);
     if (m.config.instances === 0) await this.calibrateInstances(m, engine, encoded, m.memoryBytes + Math.max(0, process.memoryUsage().rss - rssBefore));
     if (m.config.runOverheadTokens === 0) {
       // Single-row runs at about 12, 32, 62 and 122 tokens (cut at the max length and the token budget: never a batch
@@ -1130,6 +1137,60 @@ export class Registry {
     const padded = count * Math.max(...encoded.map((e) => e.ids.length));
     // One batch's activations: the largest arena one instance's warm-up runs grew.
     m.activationBytesPerToken = Math.max(m.activationBytesPerToken, m.session.maxRunBytes / padded);
+  }
+
+  /**
+   * --max-batch-tokens 0 (auto): times batches of identical rows at doubling sizes on the model's own session and
+   * keeps the size batcher.ts's chooseBudget picks (policy there). Each size runs once first (its arena grown, not
+   * counted), then is timed as the fastest of three runs; the first TOKEN_BUDGET_FIRST sizes are timed in interleaved
+   * rounds and each later size alternately with the one before, so a slow spell of the machine slows both sides of a
+   * comparison, not one. Not timed (the provider's constant stays): several instances (a batch could land on
+   * either), a full-logits LLM reranker (its budget is planned from the logits' memory) and ColPali (fixed-size
+   * queries). The climb never passes what --memory-budget-mb leaves for one batch per instance.
+   */
+  private async calibrateTokenBudget(m: ServedModel, engine: Engine<unknown, unknown, unknown>, sentence: string, encodeFor: (texts: string[]) => Promise<{ ids: ArrayLike<number> }[]>): Promise<void> {
+    const skip = m.session.instances > 1 ? `${m.session.instances} instances` : m.fullLogitsBytesPerToken ? "full-vocabulary logits (budget planned from their memory)" : m.task === "multivector" && m.colpali ? "ColPali" : null;
+    if (skip) return void log.info("token budget not timed", { model: m.name, reason: skip, max_batch_tokens: m.engine.batchLimits.maxBatchTokens });
+    const before = m.engine.batchLimits.maxBatchTokens;
+    const cap = m.config.memoryBudgetMb ? tokenBudgetWithin(m.config.memoryBudgetMb, m.sessionBytes, m.activationBytesPerToken, m.layout.maxLength, m.name) : Infinity;
+    // Rows of about the shape's length: the tokens one sentence adds, measured (a pair template or prefix adds its own).
+    const one = (await encodeFor([sentence]))[0]!.ids.length;
+    const perSentence = Math.max(1, (await encodeFor([sentence.repeat(2)]))[0]!.ids.length - one);
+    const batches = new Map<BudgetTiming, readonly { ids: ArrayLike<number> }[]>();
+    const timeOnce = async (t: BudgetTiming, counted: boolean) => {
+      m.engine.setMaxBatchTokens(budgetTokens(t));
+      const start = performance.now();
+      await engine.submit(batches.get(t)!);
+      if (counted) t.ms = Math.min(t.ms, performance.now() - start);
+    };
+    const timings: BudgetTiming[] = [];
+    for (let target = TOKEN_BUDGET_START; keepClimbing(timings); target *= 2) {
+      const previous = timings.at(-1);
+      const shape = budgetShape(target, m.layout.maxLength, m.config.batchSize, previous ? budgetTokens(previous) : 0);
+      if (!shape) break;
+      const row = (await encodeFor([sentence.repeat(Math.max(1, 1 + Math.round((shape.length - one) / perSentence)))]))[0]!;
+      const timing: BudgetTiming = { rows: shape.rows, length: row.ids.length, ms: Infinity };
+      if (budgetTokens(timing) > cap || (previous && budgetTokens(timing) <= budgetTokens(previous))) break;
+      batches.set(timing, Array.from({ length: shape.rows }, () => row));
+      await timeOnce(timing, false);
+      timings.push(timing);
+      if (timings.length < TOKEN_BUDGET_FIRST) continue;
+      const round = timings.length === TOKEN_BUDGET_FIRST ? timings : [previous!, timing];
+      for (let r = 0; r < 3; r++) for (const t of round) await timeOnce(t, true);
+    }
+    // Fewer sizes than the interleaved rounds need (a short max length or a small memory budget): time them now.
+    if (timings.length < TOKEN_BUDGET_FIRST) for (let r = 0; r < 3; r++) for (const t of timings) await timeOnce(t, true);
+    const chosen = chooseBudget(timings);
+    const tokens = chosen ? budgetTokens(chosen) : before;
+    m.engine.setMaxBatchTokens(tokens);
+    if (m.task === "embed" && typeof m.tokens !== "string") m.tokens.setMaxBatchTokens(tokens);
+    if (chosen) m.maxBatchTokensSource = "calibrated";
+    log.info("token budget", {
+      model: m.name,
+      batches: timings.map((t) => `${t.rows}x${t.length} ${Math.round((budgetTokens(t) / t.ms) * 1000)} tokens/s`).join(", "),
+      max_batch_tokens: tokens,
+      source: m.maxBatchTokensSource,
+    });
   }
 
   /**
@@ -1232,6 +1293,7 @@ export class Registry {
     if (tokens < m.engine.batchLimits.maxBatchTokens) {
       m.engine.setMaxBatchTokens(tokens);
       if (m.task === "embed" && typeof m.tokens !== "string") m.tokens.setMaxBatchTokens(tokens);
+      m.maxBatchTokensSource = "memory-budget";
       log.info("memory budget lowers the batch token budget", { model: m.name, max_batch_tokens: tokens, budget_mb: budgetMb, instances: m.session.instances });
     }
   }

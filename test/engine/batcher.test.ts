@@ -1,5 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { batchCost, fitRunOverhead, paddingOf, partitionByCost, RUN_OVERHEAD_RANGE, selectBatch, windowFor } from "../../src/engine/batcher";
+import {
+  batchCost, budgetShape, budgetTokens, chooseBudget, fitRunOverhead, keepClimbing, paddingOf, partitionByCost, RUN_OVERHEAD_RANGE, selectBatch,
+  TOKEN_BUDGET_CLIMB, TOKEN_BUDGET_FIRST, TOKEN_BUDGET_ROW, TOKEN_BUDGET_START, TOKEN_BUDGET_TOLERANCE, windowFor, type BudgetTiming,
+} from "../../src/engine/batcher";
 
 const q = (...lengths: number[]) => lengths.map((length) => ({ length }));
 // No run overhead unless a test sets one: then the cost of a batch is its padded tokens alone.
@@ -209,5 +212,60 @@ describe("fitRunOverhead", () => {
     expect(fitRunOverhead([{ tokens: 10, ms: 1 }, { tokens: 500, ms: 50 }])).toBeNull(); // a = 0
     // Timed during a load spike on the bench model: the line fits a = -1.3 ms.
     expect(fitRunOverhead([{ tokens: 12, ms: 9.52 }, { tokens: 32, ms: 34.55 }, { tokens: 62, ms: 32.85 }, { tokens: 122, ms: 104.06 }])).toBeNull();
+  });
+});
+
+describe("token-budget calibration", () => {
+  test("budgetShape: rows of TOKEN_BUDGET_ROW tokens, then longer rows once the batch size is reached; null past the caps", () => {
+    expect(budgetShape(TOKEN_BUDGET_START, 512, 32)).toEqual({ rows: 1, length: TOKEN_BUDGET_ROW });
+    expect(budgetShape(512, 512, 32)).toEqual({ rows: 4, length: 128 });
+    expect(budgetShape(8192, 512, 32)).toEqual({ rows: 32, length: 256 });
+    // A short max length: more rows of it; the batch size and the max length cap the shape.
+    expect(budgetShape(128, 48, 32)).toEqual({ rows: 3, length: 48 });
+    expect(budgetShape(2048, 48, 32)).toEqual({ rows: 32, length: 48 });
+    expect(budgetShape(4096, 48, 32)).toBeNull();
+    expect(budgetShape(2048, 48, 32, 1536)).toBeNull();
+    expect(budgetShape(512, 512, 1)).toEqual({ rows: 1, length: 512 });
+    expect(budgetShape(1024, 512, 1)).toBeNull();
+  });
+
+  // A CPU-like curve (tokens/s peaks at a few hundred tokens per batch, as bench/shape.ts measured on 2 cores) and a
+  // GPU-like one (a fixed cost per run that only large batches amortise).
+  const cpu = (tokens: number) => tokens / (tokens <= 512 ? 3 + 0.11 * tokens : 3 + 0.11 * tokens * (1 + (tokens - 512) / 4096));
+  const gpu = (tokens: number) => tokens / (5 + 0.001 * tokens);
+  const climb = (rate: (tokens: number) => number): BudgetTiming[] => {
+    const timed: BudgetTiming[] = [];
+    for (let target = TOKEN_BUDGET_START; keepClimbing(timed); target *= 2) {
+      const shape = budgetShape(target, 512, 32, timed.length ? budgetTokens(timed.at(-1)!) : 0);
+      if (!shape) break;
+      timed.push({ ...shape, ms: budgetTokens(shape) / rate(budgetTokens(shape)) });
+    }
+    return timed;
+  };
+
+  test("keepClimbing + chooseBudget: a CPU-like curve stops after the first sizes and keeps 512; a GPU-like one climbs to the caps", () => {
+    const c = climb(cpu);
+    expect(c.map(budgetTokens)).toEqual([128, 256, 512]);
+    expect(budgetTokens(chooseBudget(c)!)).toBe(512);
+    const g = climb(gpu);
+    expect(budgetTokens(g.at(-1)!)).toBe(32 * 512);
+    expect(budgetTokens(chooseBudget(g)!)).toBe(32 * 512);
+    expect(c.length).toBe(TOKEN_BUDGET_FIRST);
+  });
+
+  test("keepClimbing: fewer than the first sizes always climb; after, only a gain of TOKEN_BUDGET_CLIMB", () => {
+    const t = (tokens: number, perMs: number): BudgetTiming => ({ rows: tokens / 128, length: 128, ms: tokens / perMs });
+    expect(keepClimbing([])).toBe(true);
+    expect(keepClimbing([t(128, 10), t(256, 5)])).toBe(TOKEN_BUDGET_FIRST > 2);
+    expect(keepClimbing([t(128, 10), t(256, 10), t(512, 10 * TOKEN_BUDGET_CLIMB)])).toBe(true);
+    expect(keepClimbing([t(128, 10), t(256, 10), t(512, 10 * TOKEN_BUDGET_CLIMB - 0.01)])).toBe(false);
+  });
+
+  test("chooseBudget: the largest size within the tolerance of the best; untimed sizes do not count", () => {
+    const t = (tokens: number, perMs: number): BudgetTiming => ({ rows: tokens / 128, length: 128, ms: tokens / perMs });
+    expect(budgetTokens(chooseBudget([t(128, 9), t(256, 10), t(512, 10 * TOKEN_BUDGET_TOLERANCE)])!)).toBe(512);
+    expect(budgetTokens(chooseBudget([t(128, 9), t(256, 10), t(512, 10 * TOKEN_BUDGET_TOLERANCE - 0.01)])!)).toBe(256);
+    expect(chooseBudget([])).toBeNull();
+    expect(budgetTokens(chooseBudget([t(128, 9), { rows: 2, length: 128, ms: Infinity }])!)).toBe(128);
   });
 });

@@ -151,8 +151,9 @@ describe("memory budget", () => {
   test("a budget lowers the batch token budget; /models reports it", async () => {
     const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "memory-budget-mb": "4000", "max-batch-tokens": "100000000" });
     try {
-      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ max_batch_tokens: number }> };
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ max_batch_tokens: number; max_batch_tokens_source: string }> };
       expect(models.data[0]!.max_batch_tokens).toBeLessThan(100000000);
+      expect(models.data[0]!.max_batch_tokens_source).toBe("memory-budget");
       expect(models.data[0]!.max_batch_tokens).toBeGreaterThanOrEqual(48);
     } finally {
       await s.shutdown();

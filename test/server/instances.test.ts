@@ -89,8 +89,8 @@ describe("--instances", () => {
   });
 
   test("each instance's memory is measured and shown per inference worker; the model's memory counts them all", async () => {
-    // The run overhead given: warm-up's runs are then only its full batches.
-    const s = await startTestServer({ "model-id": [MODEL, MODEL], "served-model-name": ["one", "two"], instances: ["1", "2"], "num-threads": "1", "run-overhead-tokens": "24" });
+    // The run overhead and token budget given: warm-up's runs are then only its full batches.
+    const s = await startTestServer({ "model-id": [MODEL, MODEL], "served-model-name": ["one", "two"], instances: ["1", "2"], "num-threads": "1", "run-overhead-tokens": "24", "max-batch-tokens": "512" });
     try {
       const by = await modelsOf(s.url);
       for (const m of [by.one!, by.two!]) {

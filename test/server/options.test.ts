@@ -1,5 +1,6 @@
 // Per-model options that change what is loaded or how it runs, each checked on a live server.
 import { describe, expect, test } from "bun:test";
+import { CPU_BATCH_TOKENS } from "../../src/engine/registry";
 import { providerOrder } from "../../src/model/onnx";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
@@ -55,6 +56,39 @@ describe("device, pooling, warm-up, queue", () => {
       expect(runs("calibrated") - runs("flag")).toBe(20);
       expect(singles("calibrated") - singles("flag")).toBe(20);
       expect(runs("cold")).toBe(-1);
+    } finally {
+      await s.shutdown();
+    }
+  });
+
+  test("--max-batch-tokens: 0 times the budget at warm-up (batches of doubling size), a value skips that, no warm-up keeps the CPU constant", async () => {
+    const s = await startTestServer({
+      "model-id": [fixture("bert-mean-norm"), fixture("bert-mean-norm"), fixture("bert-mean-norm")],
+      "served-model-name": ["timed", "flag", "cold"],
+      "max-batch-tokens": ["0", "300", "0"],
+      "model-warmup": ["true", "true", "false"],
+      "run-overhead-tokens": "24",
+    });
+    try {
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ id: string; max_batch_tokens: number; max_batch_tokens_source: string; max_length: number; batch_size: number }> };
+      const by = Object.fromEntries(models.data.map((m) => [m.id, m]));
+      expect([by.flag!.max_batch_tokens, by.flag!.max_batch_tokens_source]).toEqual([300, "flag"]);
+      expect([by.cold!.max_batch_tokens, by.cold!.max_batch_tokens_source]).toEqual([CPU_BATCH_TOKENS, "default"]);
+      const timed = by.timed!;
+      expect(timed.max_batch_tokens_source).toBe("calibrated");
+      // The fixture's max length is 48: sizes of 3, 5, 11, 21 and 32 rows of at most 48 tokens can be timed.
+      expect(timed.max_batch_tokens).toBeGreaterThanOrEqual(3 * 24);
+      expect(timed.max_batch_tokens).toBeLessThanOrEqual(timed.batch_size * timed.max_length);
+      // Same warm-up for both otherwise. Each size timed is one uncounted run and three timed ones; each size after
+      // the first three is timed alternately with the one before (three more runs of that): n sizes, 4n + 3(n - 3) runs.
+      const metrics = await (await fetch(`${s.url}/metrics`)).text();
+      const value = (series: string) => Number(metrics.split("\n").find((l) => l.startsWith(`${series} `))?.split(" ")[1] ?? -1);
+      const extra = value(`infinity_batch_size_count{model="timed"}`) - value(`infinity_batch_size_count{model="flag"}`);
+      const sizes = (extra + 9) / 7;
+      expect(Number.isInteger(sizes) && sizes >= 3 && sizes <= 5).toBe(true);
+      // The timed model serves as it should.
+      const res = await postJson(`${s.url}/embeddings`, { model: "timed", input: ["a", "b c"] });
+      expect(res.status).toBe(200);
     } finally {
       await s.shutdown();
     }

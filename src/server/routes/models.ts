@@ -30,6 +30,9 @@ function describe(e: ModelEntry) {
     labels: layout.labels,
     batch_size: m ? m.engine.batchLimits.maxBatchSize : e.config.batchSize,
     max_batch_tokens: m ? m.engine.batchLimits.maxBatchTokens : e.config.maxBatchTokens || null,
+    // --max-batch-tokens (flag), timed at warm-up (calibrated), the provider's constant (default), or lowered to
+    // fit --memory-budget-mb (memory-budget).
+    max_batch_tokens_source: m ? m.maxBatchTokensSource : null,
     // What one run costs beyond its tokens, as the batcher uses it: from --run-overhead-tokens, measured at
     // warm-up, or the built-in constant (no warm-up, or timings that could not be fitted).
     run_overhead_tokens: m ? (m.engine.batchLimits.runOverheadTokens ?? null) : e.config.runOverheadTokens || null,
