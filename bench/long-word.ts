@@ -1,7 +1,10 @@
-// Tokenizing one 1,000,000-character input without spaces, truncated to 512 tokens: the server's Encoder (which cuts
-// long texts before tokenizing: at word boundaries, and inside one long word where src/tokenize/prefix.ts says the
-// first tokens cannot change) against the Rust tokenizers encoding the whole text and truncating it. Checks that both
-// give the same ids and prints milliseconds per case. Reads the real tokenizers in ../shared/tokenizers.
+// Tokenizing one 1,000,000-character input without spaces, truncated to 512 tokens on the right and (TEI's
+// truncation_direction) on the left: the server's Encoder (which cuts long texts before tokenizing: at word and
+// class boundaries, inside one long word where src/tokenize/prefix.ts says the first or last tokens cannot change,
+// after unknown Unigram characters; WordPiece runs that become one [UNK] are shortened) against the Rust tokenizers
+// encoding the whole text and truncating it. Checks that both give the same ids and prints milliseconds per case
+// (the server's on a second run: the first also fills per-character caches, shown as "first"). Reads the real
+// tokenizers in ../shared/tokenizers.
 //
 //   bun bench/long-word.ts [characters]       (default 1000000; needs a quiet machine for stable numbers)
 import { existsSync, readFileSync } from "node:fs";
@@ -29,29 +32,36 @@ const INPUTS: Record<string, string> = {
   "CJK (20,000 ideographs)": cjk(N),
   "CJK (20 common characters)": letters(N, "的一是不了人我在有他这为之大来以个中上们", 4),
   "words, then one long word": ("hello world ".repeat(100) + "b".repeat(N)).slice(0, N),
+  "one long word, then words": letters(N - 1200, "abcdefg", 12) + " hello world".repeat(100),
+  emoji: letters(N, "😀🎉🚀🔥💡🌍🍕🐱", 9),
+  "mixed scripts, emoji, digits, punctuation": letters(N, "abcxyzéжд日本語😀🎉1234!?.-", 6),
 };
 
 if (!existsSync(SHARED)) {
   console.error(`${SHARED} is missing`);
   process.exit(1);
 }
-console.log(`| tokenizer | in-word cut | input (${N} chars) | server ms | whole + truncate ms | same ids |`);
-console.log("|---|---|---|---|---|---|");
+console.log(`| tokenizer | in-word cut | input (${N} chars) | cut | server ms (first) | whole + truncate ms | same ids |`);
+console.log("|---|---|---|---|---|---|---|");
 for (const file of FILES) {
   const raw = readFileSync(join(SHARED, file));
   const text = (file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
   const encoder = await Encoder.create(JSON.parse(text), {}, 512);
   const rust = Tokenizer.fromString(text);
   rust.disablePadding();
-  rust.setTruncation(512, { strategy: "LongestFirst" as never });
   const inWord = cutPolicy(JSON.parse(text))?.inWord?.model ?? "no";
   for (const [kind, input] of Object.entries(INPUTS)) {
-    const t0 = performance.now();
-    const got = await encoder.encode(input);
-    const t1 = performance.now();
-    const want = (await rust.encode(input, null, { addSpecialTokens: true })).getIds();
-    const t2 = performance.now();
-    const same = JSON.stringify(Array.from(got.ids)) === JSON.stringify(want);
-    console.log(`| ${file.split(".")[0]} | ${inWord} | ${kind} | ${(t1 - t0).toFixed(0)} | ${(t2 - t1).toFixed(0)} | ${same ? "yes" : "NO"} |`);
+    for (const direction of ["right", "left"] as const) {
+      rust.setTruncation(512, { strategy: "LongestFirst" as never, direction: direction as never });
+      const t0 = performance.now();
+      const got = await encoder.encode(input, { direction });
+      const t1 = performance.now();
+      await encoder.encode(input, { direction });
+      const t2 = performance.now();
+      const want = (await rust.encode(input, null, { addSpecialTokens: true })).getIds();
+      const t3 = performance.now();
+      const same = JSON.stringify(Array.from(got.ids)) === JSON.stringify(want);
+      console.log(`| ${file.split(".")[0]} | ${inWord} | ${kind} | ${direction} | ${(t2 - t1).toFixed(0)} (${(t1 - t0).toFixed(0)}) | ${(t3 - t2).toFixed(0)} | ${same ? "yes" : "NO"} |`);
+    }
   }
 }

@@ -108,14 +108,15 @@ export function requestTexts(pool: readonly WorkloadText[], size: number, k: num
   return out;
 }
 
-/** n characters drawn from `alphabet` by a seeded LCG: one long word without spaces (bench/long-word.ts and the
- * long-word tokenizer tests read the same inputs). */
+/** n characters (code points: emoji are two UTF-16 units) drawn from `alphabet` by a seeded LCG: one long word
+ * without spaces (bench/long-word.ts and the long-word tokenizer tests read the same inputs). */
 export function letters(n: number, alphabet: string, seed: number): string {
+  const chars = [...alphabet];
   const out: string[] = new Array(n);
   let x = seed;
   for (let i = 0; i < n; i++) {
     x = (x * 1103515245 + 12345) & 0x7fffffff;
-    out[i] = alphabet[x % alphabet.length]!;
+    out[i] = chars[x % chars.length]!;
   }
   return out.join("");
 }

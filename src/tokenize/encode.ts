@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding } from "tokenizers";
-import { cutAtOrAfter, cutPolicy, shortenAsciiRuns, wordPrefixWindow, type CutPolicy, type InWordPolicy } from "./prefix";
+import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenWordRuns, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, type CutPolicy, type InWordPolicy } from "./prefix";
 
 export interface Encoded {
   ids: Int32Array;
@@ -94,6 +94,7 @@ const WHOLE_CHARS = 16384;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
+const CHAR_KINDS: readonly CharKind[] = ["none", "known", "unknown"];
 
 export class Encoder {
   private constructor(
@@ -104,6 +105,8 @@ export class Encoder {
     readonly vocabSize: number,
     /** Longest sequence, special tokens included. */
     readonly maxLength: number,
+    /** Tokenizes prefixes that end inside a word (the model without its end-of-word suffix where it has one). */
+    private readonly prefixTokenizer: Tokenizer,
   ) {}
 
   /**
@@ -120,7 +123,14 @@ export class Encoder {
     const template = await probeTemplate(tokenizer);
     const specials = template.pair.prefix.length + template.pair.middle.length + template.pair.suffix.length;
     if (maxLength <= specials) throw new Error(`max length ${maxLength} leaves no room for content tokens`);
-    return new Encoder(tokenizer, template, cutPolicy(tokenizerJson), maxTokenId(tokenizerJson) + 1, maxLength);
+    const cuts = cutPolicy(tokenizerJson);
+    let prefixTokenizer = tokenizer;
+    if (cuts?.inWord?.endOfWordSuffix) {
+      prefixTokenizer = Tokenizer.fromString(JSON.stringify(prefixModelJson(tokenizerJson)));
+      prefixTokenizer.disableTruncation();
+      prefixTokenizer.disablePadding();
+    }
+    return new Encoder(tokenizer, template, cuts, maxTokenId(tokenizerJson) + 1, maxLength, prefixTokenizer);
   }
 
   /** How many special tokens the tokenizer puts before and after a single sequence ([CLS] / [SEP]). */
@@ -147,16 +157,20 @@ export class Encoder {
    * Content ids of texts: all of them, or at least the first `need` from a prefix (prefix.ts says why those are
    * exactly the first tokens of the whole text). Short texts go to the binding in one batch.
    */
-  private async contents(texts: readonly string[], need: number, words = false): Promise<Content[]> {
+  private async contents(texts: readonly string[], need: number, words = false, direction: TruncationDirection = "right"): Promise<Content[]> {
     const out: Content[] = new Array(texts.length);
     const whole: string[] = [];
     const wholeAt: number[] = [];
     const cut: Promise<void>[] = [];
     for (let i = 0; i < texts.length; i++) {
       let text = texts[i]!;
-      if (this.cuts?.wordPieceMaxChars && text.length > WHOLE_CHARS) text = shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
+      if (this.cuts?.wordPieceMaxChars && text.length > WHOLE_CHARS) {
+        text = this.anyScriptWords ? shortenWordRuns(text, this.cuts.wordPieceMaxChars, this.isWordChar) : shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
+      }
+      if (this.cuts?.inWord && text.length > WHOLE_CHARS) text = unknownTail(text, this.cuts.inWord, this.charKind);
       if (this.cuts && text.length > WHOLE_CHARS) {
-        cut.push(this.prefixContent(text, need, this.cuts, words).then((c) => void (out[i] = c)));
+        const part = direction === "left" ? this.suffixContent(text, need, this.cuts) : this.prefixContent(text, need, this.cuts, words);
+        cut.push(part.then((c) => void (out[i] = c)));
       } else {
         whole.push(text);
         wholeAt.push(i);
@@ -173,9 +187,9 @@ export class Encoder {
   private async prefixContent(text: string, need: number, cuts: CutPolicy, words: boolean): Promise<Content> {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
-      const at = from < text.length ? cutAtOrAfter(text, from, cuts) : -1;
-      if (at < 0 && from < text.length && cuts.inWord && !words && Number.isFinite(need)) {
-        // No cut point after `from`: a long word. Pairs count whole words (countedLength), so only single texts.
+      const at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar) : -1;
+      if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord && !words && Number.isFinite(need)) {
+        // No cut point soon after `from`: a long word. Pairs count whole words (countedLength), so only single texts.
         const inside = await this.wordPrefix(text, need, cuts.inWord);
         if (inside) return inside;
       }
@@ -186,48 +200,175 @@ export class Encoder {
     }
   }
 
+  /** The last `need` or more content ids of a text (single texts cut on the left), from a suffix where one is exact. */
+  private async suffixContent(text: string, need: number, cuts: CutPolicy): Promise<Content> {
+    let from = text.length - Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
+    for (;;) {
+      const at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar) : -1;
+      if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.suffixes && Number.isFinite(need)) {
+        const inside = await this.wordSuffix(text, need, cuts.inWord);
+        if (inside) return inside;
+      }
+      const part = at < 0 ? text : text.slice(at);
+      const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), false);
+      if (at < 0 || c.ids.length >= need) return c;
+      from = text.length - (text.length - at) * 4;
+    }
+  }
+
   /**
-   * The first `need` or more content ids of a text from prefixes that end inside a word (prefix.ts, InWordPolicy):
-   * the tokens that every prefix ending in a window begin with. Windows start after 2 characters per token needed
-   * and move 4x further while too few tokens are common; null when no window is found, or when the next one would
-   * cost more than the whole text (which is then tokenized whole).
+   * Ids and offsets of prefixes that end inside a word. With an end-of-word suffix, the words before the last one are
+   * whole words, tokenized by the model with the suffix, and the last one is unfinished, tokenized without it
+   * (InWordPolicy): the same pre-tokens (word ids) in both encodings, so each part is taken from its own.
    */
-  private async wordPrefix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
-    let from = Math.max(64, need * 2);
-    while (from < text.length) {
-      const win = wordPrefixWindow(text, from, policy, this.leftAsIs);
-      if (!win) return null;
-      const parts: string[] = [];
-      for (let end = win.c + 1; end <= win.c + win.w; end++) parts.push(text.slice(0, end));
+  private async prefixTokens(parts: string[], policy: InWordPolicy): Promise<{ ids: number[][]; offsets: number[][][] }> {
+    const open = await this.prefixTokenizer.encodeBatch(parts, CONTENT_ONLY);
+    if (!policy.endOfWordSuffix) return { ids: open.map((e) => e.getIds()), offsets: open.map((e) => e.getOffsets()) };
+    const closed = await this.tokenizer.encodeBatch(parts, CONTENT_ONLY);
+    const ids: number[][] = [];
+    const offsets: number[][][] = [];
+    for (let j = 0; j < parts.length; j++) {
+      const openWords = open[j]!.getWordIds();
+      const last = openWords[openWords.length - 1];
+      const a = closed[j]!.getWordIds().findIndex((w) => w === last);
+      const b = openWords.findIndex((w) => w === last);
+      if (last === null || last === undefined || a < 0 || b < 0) return { ids: [[]], offsets: [[]] };
+      ids.push([...closed[j]!.getIds().slice(0, a), ...open[j]!.getIds().slice(b)]);
+      offsets.push([...closed[j]!.getOffsets().slice(0, a), ...open[j]!.getOffsets().slice(b)]);
+    }
+    return { ids, offsets };
+  }
+
+  /**
+   * The last `need` or more content ids of a text from suffixes that start inside a word (byte-level BPE,
+   * InWordPolicy.suffixes): the tokens that every suffix starting in a window ends with, compared by id and by
+   * offsets from the text's end.
+   */
+  private async wordSuffix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
+    let back = Math.max(64, need * 4);
+    while (back < text.length) {
+      const win = wordPrefixWindow(text, text.length - back, policy, this.normalizeChar);
+      if (!win) {
+        // no window there (spaces, marks, other classes): look further from the end
+        back *= 4;
+        continue;
+      }
+      const parts = win.ends.map((start) => text.slice(start));
       const encodings = await this.tokenizer.encodeBatch(parts, CONTENT_ONLY);
       const ids = encodings.map((e) => e.getIds());
       const offsets = encodings.map((e) => e.getOffsets());
+      const lengths = parts.map(codePoints);
+      const fromEnd = (j: number, k: number) => {
+        const t = ids[j]!.length - 1 - k;
+        return t < 0 ? null : { id: ids[j]![t]!, a: lengths[j]! - offsets[j]![t]![0]!, b: lengths[j]! - offsets[j]![t]![1]! };
+      };
       let common = 0;
       for (;; common++) {
-        const id = ids[0]![common];
-        const end = offsets[0]![common]?.[1];
-        if (id === undefined || !ids.every((x, j) => x[common] === id && offsets[j]![common]![1] === end && offsets[j]![common]![0] === offsets[0]![common]![0])) break;
+        const first = fromEnd(0, common);
+        if (!first || !ids.every((_, j) => {
+          const x = fromEnd(j, common);
+          return x !== null && x.id === first.id && x.a === first.a && x.b === first.b;
+        })) break;
       }
-      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(0, common)), words: null };
-      from = (win.c + win.w) * 4;
-      // Prefixes that never agree (a run of one letter under Unigram can shift its whole path with its length): stop
-      // before the next window would tokenize more characters than the whole text has.
-      if (from * win.w > text.length) return null;
+      if (common === 0) return null;
+      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(ids[0]!.length - common)), words: null };
+      back = (text.length - win.ends[0]!) * 4;
+      if (back * win.ends.length * 4 > text.length) return null;
     }
     return null;
   }
 
-  /** Whether the tokenizer's normaliser leaves a character as it is (cached; in-word windows hold only those). */
-  private readonly leftAsIs = (ch: string): boolean => {
-    let v = this.asIs.get(ch);
+  /**
+   * The first `need` or more content ids of a text from prefixes that end inside a word (prefix.ts, InWordPolicy):
+   * the tokens that every prefix ending in a window begin with. Windows start after 4 characters per token needed
+   * and move 4x further while too few tokens are common; null when no window is found, or when the next one would
+   * cost more than the whole text (which is then tokenized whole).
+   */
+  private async wordPrefix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
+    let from = Math.max(64, need * 4);
+    while (from < text.length) {
+      const forced = unknownCut(text, from, from * 2, policy, this.charKind);
+      const win = forced > 0 ? { ends: [forced] } : wordPrefixWindow(text, from, policy, this.normalizeChar);
+      if (!win) {
+        // no window there (spaces, marks, other classes): look further in
+        from *= 4;
+        continue;
+      }
+      const { ids, offsets } = await this.prefixTokens(win.ends.map((end) => text.slice(0, end)), policy);
+      let common = 0;
+      for (;; common++) {
+        const id = ids[0]![common];
+        const at = offsets[0]![common];
+        if (id === undefined || !ids.every((x, j) => x[common] === id && offsets[j]![common]![1] === at![1] && offsets[j]![common]![0] === at![0])) break;
+      }
+      // Prefixes that agree on no token (a run of one letter, whose path shifts with its length) are given up at once.
+      if (common === 0) return null;
+      // a fused unknown token at the end may go on in the whole text
+      while (common > 0 && policy.unknownId !== null && ids[0]![common - 1] === policy.unknownId) common--;
+      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(0, common)), words: null };
+      const last = win.ends[win.ends.length - 1]!;
+      from = last * 4;
+      // Prefixes that never agree (a run of one letter under Unigram can shift its whole path with its length): stop
+      // before the next window would tokenize more than a quarter of the characters the whole text has.
+      if (from * win.ends.length * 4 > text.length) return null;
+    }
+    return null;
+  }
+
+  /** bertWordChar of a code point (cached: 0 not yet known, 1 yes, 2 no). */
+  private readonly isWordChar = (cp: number): boolean => {
+    this.wordChars ??= new Uint8Array(0x110000);
+    let v = this.wordChars[cp]!;
+    if (v === 0) {
+      const ch = String.fromCodePoint(cp);
+      v = bertWordChar(ch, () => this.normalizeChar(ch)) ? 1 : 2;
+      this.wordChars[cp] = v;
+    }
+    return v === 1;
+  };
+  private wordChars: Uint8Array | null = null;
+
+  /** WordPiece runs of any script may be shortened: the pipeline is BERT's and every added token has a splitting character. */
+  private get anyScriptWords(): boolean {
+    const added = this.cuts?.anyScriptWords;
+    return !!added && added.every((c) => [...c].some((ch) => !this.isWordChar(ch.codePointAt(0)!)));
+  }
+
+  /** What a code point is to the unknown-character cuts (prefix.ts, charKind; cached by code point). */
+  private readonly charKind = (cp: number): CharKind => {
+    this.charKinds ??= new Uint8Array(0x110000);
+    const cached = this.charKinds[cp]!;
+    if (cached !== 0) return CHAR_KINDS[cached - 1]!;
+    const policy = this.cuts!.inWord!;
+    if (!this.vocabChars) {
+      // every code point of a vocabulary piece
+      const text = policy.tokenText;
+      this.vocabChars = new Uint8Array(0x110000);
+      for (let i = 0; i < text.length; i++) {
+        const c = text.codePointAt(i)!;
+        this.vocabChars[c] = 1;
+        if (c > 0xffff) i++;
+      }
+    }
+    const inVocab = this.vocabChars;
+    const v = charKind(String.fromCodePoint(cp), policy, this.normalizeChar, (n) => inVocab[n.codePointAt(0)!] !== 1);
+    this.charKinds[cp] = CHAR_KINDS.indexOf(v) + 1;
+    return v;
+  };
+  private charKinds: Uint8Array | null = null;
+  private vocabChars: Uint8Array | null = null;
+
+  /** What the tokenizer's normaliser makes of one character alone (cached; windows are built from these). */
+  private readonly normalizeChar = (ch: string): string => {
+    let v = this.normalized.get(ch);
     if (v === undefined) {
       const n = this.tokenizer.getNormalizer();
-      v = n === null || n.normalizeString(ch) === ch;
-      this.asIs.set(ch, v);
+      v = n === null ? ch : n.normalizeString(ch);
+      this.normalized.set(ch, v);
     }
     return v;
   };
-  private readonly asIs = new Map<string, boolean>();
+  private readonly normalized = new Map<string, string>();
 
   /** One sequence, truncated to maxLength with its special tokens kept. */
   async encode(text: string, options: EncodeOptions = {}): Promise<Encoded> {
@@ -244,9 +385,9 @@ export class Encoder {
     if (!firsts) {
       const { prefix, suffix } = this.template.single;
       const room = this.maxLength - prefix.length - suffix.length;
-      // One token past the room tells a text that fits from one that was cut; the left end needs all of it.
-      const need = options.exactLengths || options.direction === "left" ? Infinity : room + 1;
-      const contents = await this.contents(texts, need);
+      // One token past the room tells a text that fits from one that was cut (its first or last tokens).
+      const need = options.exactLengths ? Infinity : room + 1;
+      const contents = await this.contents(texts, need, false, options.direction ?? "right");
       return contents.map((c) => this.single(c.ids, options.direction ?? "right"));
     }
     const t = this.template.pair;
@@ -324,6 +465,16 @@ export class Encoder {
   decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
     return this.tokenizer.decode([...ids], skipSpecialTokens);
   }
+}
+
+/** Code points in a string. */
+function codePoints(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xdc00 && c <= 0xdfff) n--;
+  }
+  return n;
 }
 
 /** Content ids of a text and, for pairs, the word (pre-token) each came from (null for added tokens). */

@@ -14,9 +14,14 @@
 // - models encode word by word (WordPiece, BPE, Unigram, WordLevel);
 // - no added token contains whitespace (added tokens are matched in the raw text before everything else).
 // With BERT's normaliser, which surrounds CJK ideographs with spaces, the position before an ideograph is a cut too.
-// WordPiece turns a word longer than `max_input_chars_per_word` into one [UNK], so a run of ASCII letters and digits
-// longer than that gives the same token whatever its length: such runs are shortened before tokenizing.
-// Any other pipeline is tokenized whole (exact, only slower).
+// Under the regex pre-tokenizers (GPT-2 byte-level, CLIP, Llama 3 / Qwen) so is the position after a letter or number
+// followed by a non-space character of another class (classCut). The part from such a cut to the end has the whole
+// text's last tokens where nothing is added at a text's start (cutAtOrBefore: TEI's truncation_direction "left").
+// WordPiece turns a word longer than `max_input_chars_per_word` into one [UNK], so a run of word characters longer
+// than that gives the same token whatever its length: such runs are shortened before tokenizing (any script behind
+// BERT's pipeline, ASCII letters and digits behind the others). Inside one long word: InWordPolicy, and Unigram's
+// unknown characters (unknownTail, unknownCut).
+// Any other pipeline or input is tokenized whole (exact, only slower).
 
 type Json = Record<string, unknown> | null | undefined;
 
@@ -37,8 +42,25 @@ const SPACE = / /g;
 export interface CutPolicy {
   /** Cuts before ideographs as well as before spaces (BERT's normaliser isolates ideographs). */
   ideographs: boolean;
+  /**
+   * Cuts after a letter or number followed by a character of another class (a regex pre-tokenizer splits there:
+   * classCut): the added tokens' contents, which must not hold the two characters around the cut; null: no such cuts.
+   */
+  classCuts: readonly string[] | null;
+  /**
+   * Suffixes from a cut (cutAtOrBefore) have the whole text's last tokens: nothing is added at a text's start
+   * (no Strip or Prepend normaliser; class cuts: no prefix space either) and no added token eats the space after it.
+   */
+  leftCuts: boolean;
+  leftClassCuts: boolean;
   /** WordPiece's max_input_chars_per_word when ASCII runs may be shortened, else 0. */
   wordPieceMaxChars: number;
+  /**
+   * WordPiece behind BertPreTokenizer (and BertNormalizer or none): runs of any characters that stay inside one word
+   * may be shortened (shortenWordRuns), not only ASCII ones. The added tokens' contents, which must each hold a
+   * character outside such runs.
+   */
+  anyScriptWords: readonly string[] | null;
   /** How a long word (no cut point) may be cut inside (wordPrefixWindow), or null when it is tokenized whole. */
   inWord: InWordPolicy | null;
 }
@@ -48,25 +70,71 @@ export interface CutPolicy {
  * token boundary of the whole word:
  * - Unigram: the tokens of a prefix ending at q are the best path to q (Viterbi: each position's best path depends
  *   only on the characters before it, ties broken the same way), and the whole word's path up to any of its own
- *   boundaries q is the best path to q;
+ *   boundaries q is the best path to q. A character that is not a single piece is a one-character unknown node and
+ *   consecutive unknown tokens are fused afterwards, so a prefix's last unknown token may end early: it is dropped;
  * - BPE: no merge crosses a boundary of the whole word's result (merges are never undone), so the merges left of it
- *   do not depend on the symbols right of it and run in the same (rank, position) order on the prefix alone.
+ *   do not depend on the symbols right of it and run in the same (rank, position) order on the prefix alone. With an
+ *   end-of-word suffix (CLIP's </w>, put on the word's last symbol only) the part left of a boundary of the whole
+ *   word is what the same model without the suffix gives for the prefix ending there: prefixes go through that model.
  * The whole word has a boundary among any W + 1 consecutive positions when no vocabulary token holds W + 1
- * consecutive characters of the window's character set. So the tokens that the prefixes ending at c + 1 .. c + W
- * all begin with are the whole text's first tokens (wordPrefixWindow), however long the word. Windows are taken only
- * where one character is one symbol and is its own unit for the normaliser and pre-tokenizer: letters (no marks,
- * Hangul jamo or Prepend characters, BMP only) that the normaliser leaves as they are, that are single-character
- * tokens (never unknown, so never fused), ASCII only for byte-level BPE; and no added token lies inside a window's
- * reach (each has a character outside the window's set).
+ * consecutive characters of the window's character set (byte-level BPE: W - 1, since a token may begin and end
+ * inside a character's bytes). So the tokens that the prefixes ending at the W positions of a window all begin with
+ * (same ids and offsets) are the whole text's first tokens (wordPrefixWindow), however long the word. Windows hold
+ * only characters that are their own unit for the normaliser and pre-tokenizer: each maps alone to one character of
+ * its own class (letter, number, other) that no neighbour can join (no marks, Hangul jamo, Prepend or other
+ * grapheme-extending characters, regional indicators, emoji modifiers, controls, spaces), one class throughout for
+ * regex pre-tokenizers (which split between classes); never-unknown symbols for BPE (byte-level: every byte is in
+ * the vocabulary); and no added token lies inside a window's reach (each has a character outside the window's set).
  */
 export interface InWordPolicy {
   model: "bpe-bytes" | "bpe-chars" | "unigram";
-  /** The runs of more than 8 letters inside vocabulary tokens (pieces), as the model matches them. */
-  longRuns: readonly string[];
+  /** The vocabulary's tokens joined by newlines (byte-level: their UTF-8 text). */
+  tokenText: string;
   /** Added token contents (none may be spelled with the window's characters only). */
   added: readonly string[];
   /** Single-character tokens: characters that are never unknown to the model. */
   singles: ReadonlySet<string>;
+  /** Unigram without byte fallback: window characters may be unknown (the unknown id, dropped at a prefix's end). */
+  unknownId: number | null;
+  /** Window characters all of one class (letters, or other non-space characters): a regex pre-tokenizer. */
+  oneClass: boolean;
+  /** BPE with an end-of-word suffix: prefixes are tokenized by the model without it (Encoder: prefixModelJson). */
+  endOfWordSuffix: boolean;
+  /** Byte-level BPE whose vocabulary has every byte: any character is symbols that are never unknown. */
+  everyByte: boolean;
+  /**
+   * Byte-level BPE without a prefix space or continuing-subword prefix: suffixes starting in a window have the whole
+   * word's last tokens too (merges right of a boundary run as on the suffix alone; its start gets no marker).
+   */
+  suffixes: boolean;
+}
+
+/** GPT-2's byte-to-character map, inverted: the bytes of a byte-level token. */
+let BYTE_OF: Map<string, number> | null = null;
+function byteLevelBytes(token: string): Uint8Array | null {
+  if (!BYTE_OF) {
+    BYTE_OF = new Map();
+    let extra = 0;
+    for (let b = 0; b < 256; b++) {
+      const direct = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      BYTE_OF.set(String.fromCodePoint(direct ? b : 256 + extra++), b);
+    }
+  }
+  const out: number[] = [];
+  for (const ch of token) {
+    const b = BYTE_OF.get(ch);
+    if (b === undefined) return null;
+    out.push(b);
+  }
+  return Uint8Array.from(out);
+}
+
+/** Whether every byte's character is a vocabulary token (byte-level BPE never meets an unknown symbol). */
+function allBytes(vocab: readonly string[]): boolean {
+  const have = new Set(vocab);
+  byteLevelBytes("");
+  for (const ch of BYTE_OF!.keys()) if (!have.has(ch)) return false;
+  return true;
 }
 
 const list = (x: unknown): Json[] => (Array.isArray(x) ? (x as Json[]) : []);
@@ -120,6 +188,18 @@ function splitsAtSpaces(p: Json): boolean {
   }
 }
 
+/**
+ * GPT-2's byte-level regex or a safe Split regex (and ByteLevel) only: every such regex ends a run of letters
+ * (`\p{L}+`) at the first non-letter and a run of numbers (`\p{N}+`, `\p{N}{1,3}` or one `\p{N}`) at the first
+ * non-number, so a letter or number followed by a non-space character of another class ends a pre-token there, and
+ * matches before it never look past it.
+ */
+function regexSplitsOnly(p: Json): boolean {
+  if (!p) return false;
+  const parts = p.type === "Sequence" ? list(p.pretokenizers) : [p];
+  return parts.some(splitsAtSpaces) && parts.every((x) => x?.type === "ByteLevel" || (x?.type === "Split" && splitsAtSpaces(x)));
+}
+
 function findBert(n: Json): Record<string, unknown> | null {
   if (!n) return null;
   if (n.type === "BertNormalizer") return n;
@@ -154,26 +234,70 @@ function hasByteLevel(p: Json): boolean {
   return p.type === "Sequence" && list(p.pretokenizers).some(hasByteLevel);
 }
 
-/** The in-word policy of a BPE (no dropout, no end-of-word suffix) or Unigram tokenizer.json, else null. */
+/** The in-word policy of a BPE (no dropout) or Unigram tokenizer.json, else null. */
 function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown>, added: string[]): InWordPolicy | null {
-  if (!lettersTogether(tj.pre_tokenizer as Json)) return null;
+  const pre = tj.pre_tokenizer as Json;
+  if (!lettersTogether(pre)) return null;
   let vocab: string[];
   let kind: InWordPolicy["model"];
+  let unknownId: number | null = null;
+  let endOfWordSuffix = false;
   const type = modelType(model);
   if (type === "Unigram" && Array.isArray(model.vocab)) {
     vocab = (model.vocab as unknown[]).map((e) => String((e as unknown[])[0]));
     kind = "unigram";
+    if (model.byte_fallback !== true && Number.isInteger(model.unk_id)) unknownId = model.unk_id as number;
   } else if (type === "BPE" && model.vocab && typeof model.vocab === "object") {
-    // dropout makes merges random; an end-of-word suffix (CLIP's </w>) marks a prefix's last character differently
+    // dropout makes merges random
     if (model.dropout !== null && model.dropout !== undefined) return null;
-    if (typeof model.end_of_word_suffix === "string" && model.end_of_word_suffix !== "") return null;
+    endOfWordSuffix = typeof model.end_of_word_suffix === "string" && model.end_of_word_suffix !== "";
     vocab = Object.keys(model.vocab as object);
-    kind = hasByteLevel(tj.pre_tokenizer as Json) ? "bpe-bytes" : "bpe-chars";
+    kind = hasByteLevel(pre) ? "bpe-bytes" : "bpe-chars";
+    // a continuing-subword prefix with the suffix would change more than the last symbol
+    if (endOfWordSuffix && (kind !== "bpe-bytes" || (typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== ""))) return null;
   } else return null;
-  // A window is at least 8 wide: only longer letter runs can widen it.
-  const longRuns: string[] = [];
-  for (const t of vocab) for (const run of t.match(/\p{L}{9,}/gu) ?? []) longRuns.push(run);
-  return { model: kind, longRuns, added, singles: new Set(vocab.filter((t) => t.length === 1)) };
+  const utf8 = new TextDecoder();
+  const texts = kind === "bpe-bytes" ? vocab.map((t) => { const bytes = byteLevelBytes(t); return bytes ? utf8.decode(bytes) : t; }) : vocab;
+  return {
+    model: kind,
+    tokenText: texts.join("\n"),
+    added,
+    singles: new Set(vocab.filter((t) => [...t].length === 1)),
+    unknownId,
+    oneClass: kind !== "unigram" || !onlyMetaspace(pre),
+    endOfWordSuffix,
+    everyByte: kind === "bpe-bytes" && allBytes(vocab),
+    suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
+  };
+}
+
+/** Pre-tokenizers that put a space or ▁ before a text that has none. */
+function prefixSpace(p: Json): boolean {
+  if (!p) return false;
+  if (p.type === "Sequence") return list(p.pretokenizers).some(prefixSpace);
+  if (p.type === "ByteLevel") return p.add_prefix_space === true;
+  if (p.type === "Metaspace") return p.prepend_scheme !== undefined ? p.prepend_scheme !== "never" : p.add_prefix_space !== false;
+  return false;
+}
+
+/** Normalisers that change a text's start (Strip, Prepend). */
+function touchesStart(n: Json): boolean {
+  if (!n) return false;
+  if (n.type === "Sequence") return list(n.normalizers).some(touchesStart);
+  return n.type === "Strip" || n.type === "Prepend";
+}
+
+/** Pre-tokenizers that split only at spaces (Metaspace, WhitespaceSplit): a word's characters may mix classes. */
+function onlyMetaspace(p: Json): boolean {
+  if (!p) return true;
+  if (p.type === "Sequence") return list(p.pretokenizers).every(onlyMetaspace);
+  return p.type === "Metaspace" || p.type === "WhitespaceSplit";
+}
+
+/** tokenizer.json for prefixes inside a word: BPE's end-of-word suffix removed (InWordPolicy says why). */
+export function prefixModelJson(tokenizerJson: unknown): unknown {
+  const tj = tokenizerJson as Record<string, unknown>;
+  return { ...tj, model: { ...(tj.model as object), end_of_word_suffix: null } };
 }
 
 /**
@@ -204,86 +328,344 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
   // lie inside such a run (each has another character) and are shorter than what is kept at both ends of a run.
   const maxChars = Number(model.max_input_chars_per_word ?? 100);
   const wordSplit = ["BertPreTokenizer", "Whitespace", "WhitespaceSplit"].includes(String((tj.pre_tokenizer as Json)?.type));
-  const addedFit = contents.every((c) => /[^A-Za-z0-9]/.test(c) && c.length <= maxChars);
+  const addedFit = contents.every((c) => /[^A-Za-z0-9]/.test(c) && [...c].length <= maxChars);
+  const bertWords = (tj.pre_tokenizer as Json)?.type === "BertPreTokenizer" && (!tj.normalizer || (tj.normalizer as Json)?.type === "BertNormalizer");
   return {
     ideographs: bert !== null && bert.handle_chinese_chars !== false && ideographsSafe,
+    classCuts: regexSplitsOnly(tj.pre_tokenizer as Json) && !added.some((t) => t?.single_word === true) ? contents : null,
+    leftCuts: !touchesStart(tj.normalizer as Json) && !added.some((t) => t?.rstrip === true || t?.single_word === true),
+    leftClassCuts: !prefixSpace(tj.pre_tokenizer as Json),
     wordPieceMaxChars: modelType(model) === "WordPiece" && wordSplit && addedFit && Number.isInteger(maxChars) && maxChars > 0 ? maxChars : 0,
+    anyScriptWords: bertWords ? contents : null,
     inWord: inWordPolicy(tj, model as Record<string, unknown>, contents),
   };
 }
 
-/** Letters a window may hold (before the per-tokenizer checks): no marks, Hangul jamo, Prepend characters or surrogates. */
-const WINDOW_LETTER = /^[\p{L}]$/u;
-const JAMO = /[\u1100-\u11FF\uA960-\uA97F\uD7B0-\uD7FF]/;
+/**
+ * Characters that may join a neighbour into one unit of a normaliser (composition, grapheme clusters) or that
+ * normalisers drop or turn into spaces: never in a window.
+ */
+const JOINER = /[\p{M}\p{Grapheme_Extend}\p{Regional_Indicator}\p{Emoji_Modifier}\p{C}\p{Z}\s\u0E33\u0EB3\u1100-\u11FF\uA960-\uA97F\uD7B0-\uD7FF]/u;
+const LETTER = /\p{L}/u;
+const NUMBER = /\p{N}/u;
 
-/** The longest run of characters of `chars` inside any of `tokens`. */
-function longestRun(tokens: readonly string[], chars: ReadonlySet<string>): number {
+/** Letter, number or other (the classes regex pre-tokenizers split between). */
+function classOf(ch: string): "L" | "N" | "O" {
+  return LETTER.test(ch) ? "L" : NUMBER.test(ch) ? "N" : "O";
+}
+
+/**
+ * The normalised character of a window character, or null when `ch` may not be in a window (InWordPolicy):
+ * `normalized` is what the tokenizer's normaliser makes of the character alone.
+ */
+function windowChar(ch: string, normalized: string, policy: InWordPolicy): string | null {
+  if (normalized.length === 0 || normalized.length > 2 || [...normalized].length !== 1) return null;
+  if (JOINER.test(ch) || PREPEND.test(ch) || JOINER.test(normalized) || PREPEND.test(normalized)) return null;
+  const cls = classOf(ch);
+  if (cls !== classOf(normalized) || (policy.oneClass && cls === "N")) return null;
+  switch (policy.model) {
+    case "bpe-bytes":
+      return policy.everyByte || (normalized.charCodeAt(0) < 0x80 && policy.singles.has(normalized)) ? normalized : null;
+    case "bpe-chars":
+      return policy.singles.has(normalized) ? normalized : null;
+    case "unigram":
+      return policy.unknownId !== null || policy.singles.has(normalized) ? normalized : null;
+  }
+}
+
+/**
+ * The length (in characters) of the longest run of characters of `chars` inside a vocabulary token when it is at
+ * least `atLeast`, else 0. One native regex scan over the tokens, joined by newlines (never a window character).
+ */
+function longestRunFrom(policy: InWordPolicy, chars: ReadonlySet<string>, atLeast: number): number {
+  const set = [...chars].map((ch) => `\\u{${ch.codePointAt(0)!.toString(16)}}`).join("");
   let best = 0;
-  for (const t of tokens) {
-    let run = 0;
-    for (const ch of t) {
-      run = chars.has(ch) ? run + 1 : 0;
-      if (run > best) best = run;
-    }
+  for (const m of policy.tokenText.matchAll(new RegExp(`[${set}]{${Math.max(1, atLeast)},}`, "gu"))) {
+    let n = 0;
+    for (let i = 0; i < m[0].length; i++) if (m[0].charCodeAt(i) < 0xdc00 || m[0].charCodeAt(i) > 0xdfff) n++;
+    if (n > best) best = n;
   }
   return best;
 }
 
+/** The code point of `text` at UTF-16 index i (a surrogate pair whole), or "" past the end. */
+function codePointAt(text: string, i: number): string {
+  const cp = text.codePointAt(i);
+  return cp === undefined ? "" : String.fromCodePoint(cp);
+}
+
 /**
- * A window inside a long word at or after `from` (InWordPolicy says why it is exact): the prefix ends c + 1 .. c + w
- * whose common first tokens are the whole text's, or null when no window is found within `maxWidth` of the
- * characters that decide it. `usable(ch)` says whether the normaliser leaves a character as it is.
+ * Unigram without byte fallback: the text up to the second character of the run of unknown characters that ends it,
+ * which has exactly the whole text's ids, or the text itself when it does not end in such a run of two or more.
+ * A character that is in no vocabulary piece (`foreign`, after the normaliser) is covered by a one-character
+ * unknown node only, so every path of the Viterbi lattice has a boundary on both sides of it; from the run's second
+ * character to the end every node is unknown, and the unknown tokens are fused into the one that the shorter text
+ * ends with too. Run characters are window characters (their own units for the normaliser) that no added token holds.
  */
-export function wordPrefixWindow(text: string, from: number, policy: InWordPolicy, usable: (ch: string) => boolean, maxWidth = 64): { c: number; w: number } | null {
-  const ok = (ch: string) =>
-    WINDOW_LETTER.test(ch) && !JAMO.test(ch) && !PREPEND.test(ch) && policy.singles.has(ch) &&
-    (policy.model !== "bpe-bytes" || ch.charCodeAt(0) < 0x80) && usable(ch);
+export function unknownTail(text: string, policy: InWordPolicy, kind: (codePoint: number) => CharKind): string {
+  if (policy.model !== "unigram" || policy.unknownId === null) return text;
+  let p = text.length;
+  let count = 0;
+  while (p > 0) {
+    const low = text.charCodeAt(p - 1);
+    const q = p >= 2 && low >= 0xdc00 && low <= 0xdfff ? p - 2 : p - 1;
+    if (kind(text.codePointAt(q)!) !== "unknown") break;
+    p = q;
+    count++;
+  }
+  return count >= 2 ? text.slice(0, p + codePointAt(text, p).length) : text;
+}
+
+/**
+ * Unigram without byte fallback: the first position at or after `from` right after an unknown character (one in no
+ * vocabulary piece, as unknownTail) that is followed by a window character, or -1. Every Viterbi path has a boundary
+ * there, so a prefix ending there has the whole text's tokens, but for its last one when that is the unknown token
+ * (fused with the unknown characters after the cut in the whole text): the caller drops it.
+ */
+export function unknownCut(text: string, from: number, to: number, policy: InWordPolicy, kind: (codePoint: number) => CharKind): number {
+  if (policy.model !== "unigram" || policy.unknownId === null) return -1;
+  for (let i = Math.max(1, from); i < Math.min(to, text.length - 1); ) {
+    const cp = text.codePointAt(i)!;
+    const next = i + (cp > 0xffff ? 2 : 1);
+    if (kind(cp) === "unknown" && next < text.length && kind(text.codePointAt(next)!) !== "none") return next;
+    i = next;
+  }
+  return -1;
+}
+
+/**
+ * What a character is to unknownTail and unknownCut: "none" when it may not be in a window or an added token holds
+ * it, "unknown" when the normalised character is in no vocabulary piece (`foreign`), else "known".
+ */
+export type CharKind = "none" | "known" | "unknown";
+export function charKind(ch: string, policy: InWordPolicy, normalize: (ch: string) => string, foreign: (normalized: string) => boolean): CharKind {
+  const n = windowChar(ch, normalize(ch), policy);
+  if (n === null || policy.added.some((t) => t.includes(ch) || t.includes(n))) return "none";
+  return foreign(n) ? "unknown" : "known";
+}
+
+/** A window inside a long word: the UTF-16 ends of the prefixes whose common first tokens are the whole text's. */
+export interface PrefixWindow {
+  ends: number[];
+}
+
+/**
+ * A window inside a long word at or after `from` (InWordPolicy says why it is exact), or null when no window is
+ * found within `maxWidth` of the characters that decide it. `normalize(ch)` is the normaliser's output for one
+ * character (cached by the caller).
+ */
+export function wordPrefixWindow(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, maxWidth = 64): PrefixWindow | null {
   const added = policy.added.filter((t) => t.length > 0);
-  const reach = added.reduce((m, t) => Math.max(m, t.length), 0);
+  const reach = added.reduce((m, t) => Math.max(m, [...t].length), 0);
+  let c = Math.max(from, 2 * reach + 1);
+  if (c < text.length && text.charCodeAt(c) >= 0xdc00 && text.charCodeAt(c) <= 0xdfff) c++;
   let w = 8;
-  let c = Math.max(from, reach + 1);
-  for (let tries = 0; tries < 16 && c + w + reach < text.length; tries++) {
-    // every character from c - reach to c + w + reach must be usable; else start after the last one that is not
+  for (let tries = 0; tries < 16; tries++) {
+    // `reach` characters before c, then w + 1 + reach from c: all window characters of one class, or start after
+    // the last one that is not
+    let start = c;
+    for (let k = 0; k < reach && start > 0; k++) start -= start >= 2 && text.charCodeAt(start - 1) >= 0xdc00 && text.charCodeAt(start - 1) <= 0xdfff ? 2 : 1;
+    const chars = new Set<string>();
+    const seen = new Set<string>();
+    const ends: number[] = [];
+    let cls: string | null = null;
     let bad = -1;
-    for (let i = c + w + reach; i >= c - reach; i--) {
-      if (!ok(text[i]!)) {
-        bad = i;
+    let i = start;
+    for (;;) {
+      if (i >= c && ends.length >= w + 1 + reach) break;
+      const ch = codePointAt(text, i);
+      if (ch === "") return null;
+      const n = windowChar(ch, normalize(ch), policy);
+      if (n === null || (policy.oneClass && cls !== null && classOf(n) !== cls)) {
+        bad = i + ch.length;
         break;
       }
+      cls = classOf(n);
+      chars.add(n);
+      seen.add(n).add(ch);
+      i += ch.length;
+      if (i > c) ends.push(i);
     }
     if (bad >= 0) {
-      c = bad + reach + 1;
+      // restart `reach` characters after the offending one
+      c = bad;
+      for (let k = 0; k < reach && c < text.length; k++) c += codePointAt(text, c).length;
       continue;
     }
-    const chars = new Set<string>();
-    for (let i = c - reach; i <= c + w + reach; i++) chars.add(text[i]!);
-    if (added.some((t) => [...t].every((ch) => chars.has(ch)))) return null;
-    const run = longestRun(policy.longRuns, chars);
-    if (run <= w) return { c, w };
-    if (run > maxWidth) return null;
-    w = run;
+    // added tokens are matched in the raw or the normalised text
+    if (added.some((t) => [...t].every((ch) => seen.has(ch)))) return null;
+    let nonAscii = false;
+    for (const ch of chars) if (ch.charCodeAt(0) >= 0x80) nonAscii = true;
+    // byte-level BPE: a token spanning w boundaries may hold only w - 1 whole characters
+    const extra = policy.model === "bpe-bytes" && nonAscii ? 2 : 0;
+    const run = longestRunFrom(policy, chars, w - extra + 1);
+    if (run === 0) return { ends: ends.slice(0, w) };
+    if (run + extra > maxWidth) return null;
+    w = run + extra;
   }
   return null;
 }
 
-/** The first cut position at or after `from` (0 < cut < text.length), or -1 when there is none. */
-export function cutAtOrAfter(text: string, from: number, policy: CutPolicy): number {
+/**
+ * The first cut position at or after `from` (0 < cut < text.length), or -1 when there is none. `normalize(ch)` is
+ * the normaliser's output for one character (class cuts need it).
+ */
+export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, normalize?: (ch: string) => string): number {
+  let cut = -1;
   SPACE.lastIndex = Math.max(1, from);
   for (let m = SPACE.exec(text); m; m = SPACE.exec(text)) {
     const before = text.charCodeAt(m.index - 1);
     // A low surrogate's code point is checked whole; whitespace and Prepend characters are all in the BMP.
     const prev = before >= 0xdc00 && before <= 0xdfff ? "x" : String.fromCharCode(before);
-    if (!WHITESPACE.test(prev) && !PREPEND.test(prev)) return cutOrIdeograph(text, from, m.index, policy);
+    if (!WHITESPACE.test(prev) && !PREPEND.test(prev)) {
+      cut = m.index;
+      break;
+    }
   }
-  return cutOrIdeograph(text, from, -1, policy);
+  if (policy.ideographs) {
+    CJK_IDEOGRAPH.lastIndex = Math.max(1, from);
+    const m = CJK_IDEOGRAPH.exec(text);
+    if (m && (cut < 0 || m.index < cut)) cut = m.index;
+  }
+  if (policy.classCuts && normalize) {
+    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize);
+    if (at >= 0) cut = at;
+  }
+  return cut;
 }
 
-function cutOrIdeograph(text: string, from: number, spaceCut: number, policy: CutPolicy): number {
-  if (!policy.ideographs) return spaceCut;
-  CJK_IDEOGRAPH.lastIndex = Math.max(1, from);
-  const m = CJK_IDEOGRAPH.exec(text);
-  if (!m) return spaceCut;
-  return spaceCut < 0 ? m.index : Math.min(spaceCut, m.index);
+/** A letter or number followed by a non-space character of another class. */
+const CLASS_CHANGE = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\p{N}\s])/gu;
+
+/**
+ * The first class cut in [from, before) (CutPolicy.classCuts), or -1: both characters around it are their own units
+ * for the normaliser (each maps alone to one character of its own class that joins no neighbour), and no added
+ * token holds them (so no added token match spans the cut).
+ */
+function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string): number {
+  CLASS_CHANGE.lastIndex = Math.max(1, from - 1);
+  for (let m = CLASS_CHANGE.exec(text); m && m.index < before; m = CLASS_CHANGE.exec(text)) {
+    const q = m.index + m[0].length;
+    if (q >= from && classCutAt(text, q, added, normalize)) return q < before ? q : -1;
+  }
+  return -1;
+}
+
+/** Whether q is a class cut (classCut): the characters around it are of different classes and their own units. */
+function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string): boolean {
+  const low = text.charCodeAt(q - 1);
+  const a = text.slice(q >= 2 && low >= 0xdc00 && low <= 0xdfff ? q - 2 : q - 1, q);
+  const b = codePointAt(text, q);
+  if (b === "" || WHITESPACE.test(b)) return false;
+  const ca = classOf(a);
+  if (ca === "O" || classOf(b) === ca) return false;
+  const na = normalize(a);
+  const nb = normalize(b);
+  const own = (ch: string, n: string) => [...n].length === 1 && !JOINER.test(ch) && !PREPEND.test(ch) && !JOINER.test(n) && !PREPEND.test(n) && classOf(ch) === classOf(n);
+  return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb));
+}
+
+/** Cheap class codes by code point for the backward scan (0 not yet known, 1 letter, 2 number, 3 other, 4 space). */
+let CLASS_CODES: Uint8Array | null = null;
+function classCode(cp: number): number {
+  CLASS_CODES ??= new Uint8Array(0x110000);
+  let v = CLASS_CODES[cp]!;
+  if (v === 0) {
+    const ch = String.fromCodePoint(cp);
+    v = WHITESPACE.test(ch) ? 4 : { L: 1, N: 2, O: 3 }[classOf(ch)];
+    CLASS_CODES[cp] = v;
+  }
+  return v;
+}
+
+/**
+ * The last cut position at or before `before` (0 < cut < text.length) from which the text's suffix has the whole
+ * text's last tokens (CutPolicy.leftCuts), or -1: a space cut, an ideograph cut, or a class cut. At a space cut
+ * the suffix starts with the space, which a prefix space, Metaspace's ▁ and byte-level BPE treat as the whole text
+ * does; class cuts need no prefix space added (leftClassCuts).
+ */
+export function cutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string): number {
+  if (!policy.leftCuts) return -1;
+  let cut = -1;
+  for (let i = text.lastIndexOf(" ", Math.min(before, text.length - 1)); i > 0; i = text.lastIndexOf(" ", i - 1)) {
+    const low = text.charCodeAt(i - 1);
+    const prev = low >= 0xdc00 && low <= 0xdfff ? "x" : String.fromCharCode(low);
+    if (!WHITESPACE.test(prev) && !PREPEND.test(prev)) {
+      cut = i;
+      break;
+    }
+  }
+  const classes = policy.classCuts && policy.leftClassCuts && normalize ? policy.classCuts : null;
+  if (!policy.ideographs && !classes) return cut;
+  for (let q = Math.min(before, text.length - 1); q > cut && q > 0; q--) {
+    const c = text.charCodeAt(q);
+    if (c >= 0xdc00 && c <= 0xdfff) continue;
+    if (policy.ideographs && ((c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff))) return q;
+    if (classes) {
+      const low = text.charCodeAt(q - 1);
+      const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;
+      const ca = classCode(prev);
+      const cb = classCode(text.codePointAt(q)!);
+      if ((ca === 1 || ca === 2) && cb !== 4 && cb !== ca && classCutAt(text, q, classes, normalize!)) return q;
+    }
+  }
+  return cut;
+}
+
+/**
+ * Characters BertPreTokenizer splits at or BertNormalizer drops or isolates (whitespace, controls, unassigned,
+ * punctuation as BERT counts it: ASCII symbols too, CJK ideographs), in JavaScript's Unicode tables or older ones.
+ */
+const BERT_SPLIT = /[\s\p{Z}\p{C}\p{P}!-\/:-@[-`{-~\u0085\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF\u{20000}-\u{2FA1F}]/u;
+
+/**
+ * Whether a character stays inside its word through BertNormalizer and BertPreTokenizer and adds at least one
+ * character to it: neither it nor what the normaliser makes of it is split at, dropped or
+ * isolated (`normalize()` gives what the normaliser makes of it alone; BertNormalizer works character by character,
+ * NFD's reordering moves marks only among themselves).
+ */
+export function bertWordChar(ch: string, normalize: () => string): boolean {
+  if (BERT_SPLIT.test(ch)) return false;
+  const normalized = normalize();
+  return normalized.length > 0 && !BERT_SPLIT.test(normalized);
+}
+
+/**
+ * WordPiece behind BertPreTokenizer: shortens every run of more than 2 * (max_input_chars_per_word + 1) word
+ * characters (`isWordChar`, bertWordChar) to that many code points, keeping both ends. Such a run lies inside one
+ * word of more than max_input_chars_per_word characters whatever its length, and that word is one [UNK]; added
+ * tokens (each with a character outside such runs, none longer than what is kept) still find the same characters
+ * at both ends of a run.
+ */
+export function shortenWordRuns(text: string, maxChars: number, isWordChar: (codePoint: number) => boolean): string {
+  const keep = maxChars + 1;
+  const parts: string[] = [];
+  let copied = 0;
+  let runStart = 0;
+  let runChars = 0;
+  const close = (end: number) => {
+    if (runChars > 2 * keep) {
+      let a = runStart;
+      for (let k = 0; k < keep; k++) a += text.codePointAt(a)! > 0xffff ? 2 : 1;
+      let b = end;
+      for (let k = 0; k < keep; k++) b -= b >= 2 && text.charCodeAt(b - 1) >= 0xdc00 && text.charCodeAt(b - 1) <= 0xdfff ? 2 : 1;
+      parts.push(text.slice(copied, a));
+      copied = b;
+    }
+    runChars = 0;
+  };
+  for (let i = 0; i < text.length; ) {
+    const cp = text.codePointAt(i)!;
+    if (isWordChar(cp)) {
+      if (runChars === 0) runStart = i;
+      runChars++;
+    } else close(i);
+    i += cp > 0xffff ? 2 : 1;
+  }
+  close(text.length);
+  if (parts.length === 0) return text;
+  parts.push(text.slice(copied));
+  return parts.join("");
 }
 
 /**

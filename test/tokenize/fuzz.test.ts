@@ -153,8 +153,8 @@ function longTexts(): string[] {
   ];
 }
 
-async function rustTruncated(tokenizer: Tokenizer, maxLength: number, a: string, b: string | null) {
-  tokenizer.setTruncation(maxLength, { strategy: "LongestFirst" as never });
+async function rustTruncated(tokenizer: Tokenizer, maxLength: number, a: string, b: string | null, direction: "right" | "left" = "right") {
+  tokenizer.setTruncation(maxLength, { strategy: "LongestFirst" as never, direction: direction as never });
   const e = await tokenizer.encode(a, b, { addSpecialTokens: true });
   return { ids: e.getIds(), types: e.getTypeIds() };
 }
@@ -165,10 +165,13 @@ async function checkLong(name: string, maxLength: number): Promise<void> {
   const rust = Tokenizer.fromString(text);
   rust.disablePadding();
   const texts = longTexts();
-  const singles = await encoder.encodeBatch(texts);
-  for (let i = 0; i < texts.length; i++) {
-    const want = await rustTruncated(rust, maxLength, texts[i]!, null);
-    expect([name, i, Array.from(singles[i]!.ids)]).toEqual([name, i, want.ids]);
+  for (const direction of ["right", "left"] as const) {
+    // left: TEI's truncation_direction, from suffixes after a cut (cutAtOrBefore)
+    const singles = await encoder.encodeBatch(texts, undefined, { direction });
+    for (let i = 0; i < texts.length; i++) {
+      const want = await rustTruncated(rust, maxLength, texts[i]!, null, direction);
+      expect([name, direction, i, Array.from(singles[i]!.ids)]).toEqual([name, direction, i, want.ids]);
+    }
   }
   // Pairs: a short query with a long document, and two long members (whose exact lengths decide the odd token).
   const firsts = ["what is this?", texts[0]!, texts[2]!.slice(0, 20_001), texts[1]!];
@@ -194,52 +197,119 @@ describe.skipIf(!existsSync(SHARED))("long texts, real published tokenizers", ()
 });
 
 // Long words (no space anywhere): BPE and Unigram texts are cut inside the word where prefixes ending in a window
-// agree (src/tokenize/prefix.ts, InWordPolicy), against the whole text through the binding, truncated by the library.
+// agree, or after a character no Unigram piece holds; WordPiece runs that become one [UNK] are shortened; regex
+// pre-tokenizers are cut between classes (src/tokenize/prefix.ts). Against the whole text through the binding,
+// truncated by the library.
+/** n CJK ideographs cycling through 20,000 of them (most are not pieces of xlm-roberta's or t5's vocabulary). */
+function cjk(n: number): string {
+  const out: string[] = new Array(n);
+  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
+  return out.join("");
+}
+const EMOJI = "😀🎉🚀🔥💡🌍🍕🐱";
+const MIXED = "abcxyzéжд日本語😀🎉1234!?.-";
 const LONG_WORDS: Record<string, string> = {
   "one letter": "a".repeat(60_000),
   "ASCII letters": letters(60_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
   "Latin with accents": letters(60_000, "abcdeéüßøåçñ", 2),
   "Cyrillic": letters(60_000, "абвгдеёжзийклмнопрст", 3),
   "CJK": letters(60_000, "的一是不了人我在有他这为之大来以个中上们", 4),
+  "CJK, 20,000 ideographs": cjk(60_000),
+  "emoji": letters(30_000, EMOJI, 9),
+  "mixed scripts, emoji, digits and punctuation": letters(60_000, MIXED, 6),
   "words, then one long word": "hello world ".repeat(100) + "b".repeat(60_000),
+  "words, then Cyrillic to the end": "hello world ".repeat(100) + letters(60_000, "абвгд", 10),
+  "Cyrillic, then Latin": letters(30_000, "абвгд", 10) + letters(30_000, "abcde", 11),
+  "one long word, then words": letters(60_000, "abcdefg", 12) + " hello world".repeat(100),
   "letters with a digit and a mark now and then": letters(60_000, "abcdefghij", 5).replace(/a(?=b)/g, "7").replace(/cd/g, "c\u0301d"),
   "a special-token string inside": letters(30_000, "sx", 6) + "</s><s>" + letters(30_000, "sx", 7),
 };
 
-async function checkLongWords(name: string, maxLength: number): Promise<void> {
+async function checkLongWords(name: string, maxLength: number, inputs: Record<string, string> = LONG_WORDS): Promise<void> {
   const text = tokenizerText(name)!;
   const encoder = await Encoder.create(JSON.parse(text), {}, maxLength);
   const rust = Tokenizer.fromString(text);
   rust.disablePadding();
-  const got = await encoder.encodeBatch(Object.values(LONG_WORDS));
-  for (const [i, [kind, input]] of Object.entries(LONG_WORDS).entries()) {
-    const want = await rustTruncated(rust, maxLength, input, null);
-    expect([name, kind, Array.from(got[i]!.ids)]).toEqual([name, kind, want.ids]);
+  for (const direction of ["right", "left"] as const) {
+    const got = await encoder.encodeBatch(Object.values(inputs), undefined, { direction });
+    for (const [i, [kind, input]] of Object.entries(inputs).entries()) {
+      const want = await rustTruncated(rust, maxLength, input, null, direction);
+      expect([name, direction, kind, Array.from(got[i]!.ids)]).toEqual([name, direction, kind, want.ids]);
+    }
   }
 }
 
 describe("long words without spaces: cut inside the word, identical to the whole text truncated", () => {
-  for (const name of ["models/roberta-cls", "models/xlmr-max", "models/qwen3-embed"]) test(name, () => checkLongWords(name, 61));
+  for (const name of ["models/roberta-cls", "models/xlmr-max", "models/qwen3-embed", "models/clip", "models/bert-mean-norm", "models/jina-v3"]) {
+    test(name, () => checkLongWords(name, 61));
+  }
 });
 
 describe.skipIf(!existsSync(SHARED))("long words without spaces, real published tokenizers", () => {
   for (const name of sharedNames) test(name, () => checkLongWords(name, 509));
 
   test("the in-word cut is taken (a window is found) where it applies, and refused where it does not", () => {
-    const usable = () => true;
+    const usable = (ch: string) => ch;
     const policy = (name: string) => cutPolicy(JSON.parse(tokenizerText(name)!))?.inWord ?? null;
     // tokenizer.json files without a model `type` (roberta-base, t5-small) are read as the library reads them
     expect(policy("shared/roberta-base.tokenizer.json")?.model).toBe("bpe-bytes");
     expect(policy("shared/t5-small.tokenizer.json")?.model).toBe("unigram");
     expect(policy("shared/xlm-roberta-unigram.tokenizer.json.gz")?.model).toBe("unigram");
-    // CLIP's </w> marks a prefix's last letter as a word end; WordPiece turns a too long word into one [UNK]
-    expect(policy("shared/clip-vit-base-patch32.tokenizer.json")).toBeNull();
+    // CLIP's </w>: prefixes go through the model without it; WordPiece turns a too long word into one [UNK]
+    expect(policy("shared/clip-vit-base-patch32.tokenizer.json")?.endOfWordSuffix).toBe(true);
     expect(policy("shared/bert-base-uncased.tokenizer.json")).toBeNull();
     const found = (name: string, text: string) => wordPrefixWindow(text, 1026, policy(name)!, usable) !== null;
     expect(found("shared/roberta-base.tokenizer.json", LONG_WORDS["ASCII letters"]!)).toBe(true);
     expect(found("shared/t5-small.tokenizer.json", LONG_WORDS["one letter"]!)).toBe(true);
     expect(found("shared/xlm-roberta-unigram.tokenizer.json.gz", LONG_WORDS["Cyrillic"]!)).toBe(true);
-    // byte-level BPE windows hold ASCII only (one character, one symbol)
-    expect(found("shared/roberta-base.tokenizer.json", LONG_WORDS["Cyrillic"]!)).toBe(false);
+    // byte-level BPE windows hold any letters (a character is several symbols: the window is 2 wider)
+    expect(found("shared/roberta-base.tokenizer.json", LONG_WORDS["Cyrillic"]!)).toBe(true);
+    expect(found("shared/clip-vit-base-patch32.tokenizer.json", LONG_WORDS["CJK"]!)).toBe(true);
+    // a window holds one class under a regex pre-tokenizer (it splits between them), any under Metaspace; never a mark
+    expect(found("shared/roberta-base.tokenizer.json", "abcd!".repeat(12_000))).toBe(false);
+    expect(found("shared/xlm-roberta-unigram.tokenizer.json.gz", "abcd!".repeat(12_000))).toBe(true);
+    expect(found("shared/xlm-roberta-unigram.tokenizer.json.gz", "abcd\u0301".repeat(12_000))).toBe(false);
   });
+});
+
+// At the limit: 1,000,000 characters (--max-input-chars' default) without a space, per tokenizer kind, the inputs
+// that were tokenized whole (2-12 s) before, cut on the right and (TEI's truncation_direction) on the left; Unigram
+// words cut on the left are still tokenized whole (no exact suffix rule: the Viterbi pass runs forward). The server's ids against the whole text truncated by the library, and
+// the time: the whole text costs the library 1-9 s here, the server a small part of it.
+const AT_LIMIT: Record<string, Array<[string, "right" | "left"]>> = {
+  "shared/bert-base-uncased.tokenizer.json": [["Cyrillic", "right"], ["emoji", "left"]],
+  "shared/roberta-base.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["emoji", "left"]],
+  "shared/clip-vit-base-patch32.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["mixed", "left"]],
+  "shared/t5-small.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["Cyrillic", "right"]],
+  "shared/xlm-roberta-unigram.tokenizer.json.gz": [["CJK, 20,000 ideographs", "right"], ["mixed", "right"]],
+};
+const LIMIT = 1_000_000;
+const limitInput = (kind: string): string =>
+  kind === "Cyrillic" ? letters(LIMIT, "абвгдеёжзийклмнопрст", 3)
+  : kind === "emoji" ? letters(LIMIT, EMOJI, 9)
+  : kind === "mixed" ? letters(LIMIT, MIXED, 6)
+  : cjk(LIMIT);
+
+describe.skipIf(!existsSync(SHARED))("1,000,000 characters without a space, real published tokenizers", () => {
+  for (const [name, kinds] of Object.entries(AT_LIMIT)) {
+    test(name, async () => {
+      const text = tokenizerText(name)!;
+      const encoder = await Encoder.create(JSON.parse(text), {}, 512);
+      const rust = Tokenizer.fromString(text);
+      rust.disablePadding();
+      for (const [kind, direction] of kinds) {
+        const input = limitInput(kind);
+        const got = await encoder.encode(input, { direction });
+        // timed on a second run (the first also fills the per-character caches)
+        const t0 = performance.now();
+        await encoder.encode(input, { direction });
+        const t1 = performance.now();
+        const want = await rustTruncated(rust, 512, input, null, direction);
+        const t2 = performance.now();
+        expect([name, kind, direction, Array.from(got.ids)]).toEqual([name, kind, direction, want.ids]);
+        // a fraction of the whole text's time (load on a shared machine slows both alike)
+        expect([name, kind, direction, t1 - t0 < (t2 - t1) / 4]).toEqual([name, kind, direction, true]);
+      }
+    });
+  }
 });
