@@ -342,7 +342,7 @@ export class Encoder {
     const policy = this.cuts!.inWord!;
     if (!this.vocabChars) {
       // every code point of a vocabulary piece
-      const text = policy.tokenText;
+      const text = policy.tokenText();
       this.vocabChars = new Uint8Array(0x110000);
       for (let i = 0; i < text.length; i++) {
         const c = text.codePointAt(i)!;

@@ -88,8 +88,8 @@ export interface CutPolicy {
  */
 export interface InWordPolicy {
   model: "bpe-bytes" | "bpe-chars" | "unigram";
-  /** The vocabulary's tokens joined by newlines (byte-level: their UTF-8 text). */
-  tokenText: string;
+  /** The vocabulary's tokens joined by newlines (byte-level: their UTF-8 text), built on the first long word. */
+  tokenText: () => string;
   /** Added token contents (none may be spelled with the window's characters only). */
   added: readonly string[];
   /** Single-character tokens: characters that are never unknown to the model. */
@@ -256,13 +256,20 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     // a continuing-subword prefix with the suffix would change more than the last symbol
     if (endOfWordSuffix && (kind !== "bpe-bytes" || (typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== ""))) return null;
   } else return null;
-  const utf8 = new TextDecoder();
-  const texts = kind === "bpe-bytes" ? vocab.map((t) => { const bytes = byteLevelBytes(t); return bytes ? utf8.decode(bytes) : t; }) : vocab;
+  let tokenText: string | null = null;
+  const byteLevel = kind === "bpe-bytes";
   return {
     model: kind,
-    tokenText: texts.join("\n"),
+    tokenText: () => {
+      if (tokenText === null) {
+        const utf8 = new TextDecoder();
+        const texts = byteLevel ? vocab.map((t) => { const bytes = byteLevelBytes(t); return bytes ? utf8.decode(bytes) : t; }) : vocab;
+        tokenText = texts.join("\n");
+      }
+      return tokenText;
+    },
     added,
-    singles: new Set(vocab.filter((t) => [...t].length === 1)),
+    singles: new Set(vocab.filter((t) => t.length <= 2 && [...t].length === 1)),
     unknownId,
     oneClass: kind !== "unigram" || !onlyMetaspace(pre),
     endOfWordSuffix,
@@ -380,7 +387,7 @@ function windowChar(ch: string, normalized: string, policy: InWordPolicy): strin
 function longestRunFrom(policy: InWordPolicy, chars: ReadonlySet<string>, atLeast: number): number {
   const set = [...chars].map((ch) => `\\u{${ch.codePointAt(0)!.toString(16)}}`).join("");
   let best = 0;
-  for (const m of policy.tokenText.matchAll(new RegExp(`[${set}]{${Math.max(1, atLeast)},}`, "gu"))) {
+  for (const m of policy.tokenText().matchAll(new RegExp(`[${set}]{${Math.max(1, atLeast)},}`, "gu"))) {
     let n = 0;
     for (let i = 0; i < m[0].length; i++) if (m[0].charCodeAt(i) < 0xdc00 || m[0].charCodeAt(i) > 0xdfff) n++;
     if (n > best) best = n;
