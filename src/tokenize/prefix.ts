@@ -410,7 +410,8 @@ function codePointAt(text: string, i: number): string {
  * ends with too. Run characters are window characters (their own units for the normaliser) that no added token holds.
  */
 export function unknownTail(text: string, policy: InWordPolicy, kind: (codePoint: number) => CharKind): string {
-  if (policy.model !== "unigram" || policy.unknownId === null) return text;
+  // the run must be one pre-token (unknown tokens are fused within one): a pre-tokenizer that splits at spaces only
+  if (policy.model !== "unigram" || policy.unknownId === null || policy.oneClass) return text;
   let p = text.length;
   let count = 0;
   while (p > 0) {

@@ -243,6 +243,19 @@ describe("long words without spaces: cut inside the word, identical to the whole
   for (const name of ["models/roberta-cls", "models/xlmr-max", "models/qwen3-embed", "models/clip", "models/bert-mean-norm", "models/jina-v3"]) {
     test(name, () => checkLongWords(name, 61));
   }
+
+  test("Unigram behind a pre-tokenizer that splits punctuation: a run of unknown punctuation is many tokens, never cut to two", async () => {
+    const json = JSON.parse(tokenizerText("models/xlmr-max")!);
+    json.pre_tokenizer = { type: "Sequence", pretokenizers: [json.pre_tokenizer, { type: "Punctuation", behavior: "Isolated" }] };
+    const text = JSON.stringify(json);
+    const encoder = await Encoder.create(json, {}, 61);
+    const rust = Tokenizer.fromString(text);
+    rust.disablePadding();
+    // unknown punctuation: each character its own pre-token, so its own unknown token
+    const input = "hello " + "\u203D\u2042".repeat(20_000);
+    const want = await rustTruncated(rust, 61, input, null);
+    expect(Array.from((await encoder.encode(input)).ids)).toEqual(want.ids);
+  });
 });
 
 describe.skipIf(!existsSync(SHARED))("long words without spaces, real published tokenizers", () => {
