@@ -149,7 +149,7 @@ type Filter = { support: number; fn: (x: number) => number };
 const sinc = (x: number) => (x === 0 ? 1 : Math.sin(Math.PI * x) / (Math.PI * x));
 const FILTERS: Record<number, Filter> = {
   0: { support: 0.5, fn: (x) => (x > -0.5 && x <= 0.5 ? 1 : 0) }, // nearest is special-cased below
-  1: { support: 3, fn: (x) => (x > -3 && x < 3 ? sinc(x) * sinc(x / 3) : 0) },
+  1: { support: 3, fn: (x) => (x >= -3 && x < 3 ? sinc(x) * sinc(x / 3) : 0) },
   2: { support: 1, fn: (x) => { x = Math.abs(x); return x < 1 ? 1 - x : 0; } },
   3: {
     support: 2,
@@ -162,7 +162,8 @@ const FILTERS: Record<number, Filter> = {
     },
   },
   4: { support: 0.5, fn: (x) => (x > -0.5 && x <= 0.5 ? 1 : 0) },
-  5: { support: 1, fn: (x) => { x = Math.abs(x); return x < 1 ? 0.54 + 0.46 * Math.cos(Math.PI * x) : 0; } },
+  // Hamming-windowed sinc (PIL's hamming_filter: sin(pi x) / (pi x) * (0.54 + 0.46 cos(pi x))).
+  5: { support: 1, fn: (x) => { x = Math.abs(x); if (x === 0) return 1; if (x >= 1) return 0; x *= Math.PI; return (Math.sin(x) / x) * (0.54 + 0.46 * Math.cos(x)); } },
 };
 
 const PRECISION_BITS = 32 - 8 - 2;
