@@ -167,11 +167,13 @@ const FILTERS: Record<number, Filter> = {
 };
 
 const PRECISION_BITS = 32 - 8 - 2;
+/** The rounding term every fixed-point sum starts from (PIL: 1 << (PRECISION_BITS - 1)). */
+const HALF = 1 << (PRECISION_BITS - 1);
 
 interface Coeffs { bounds: Int32Array; kernel: Int32Array; ksize: number }
 
 /** Fixed-point filter weights per output pixel, as PIL's precompute_coeffs + normalize_coeffs_8bpc. */
-function coefficients(inSize: number, outSize: number, filter: Filter): Coeffs {
+function computeCoefficients(inSize: number, outSize: number, filter: Filter): Coeffs {
   const scale = inSize / outSize;
   const filterScale = Math.max(scale, 1);
   const support = filter.support * filterScale;
@@ -204,71 +206,132 @@ function coefficients(inSize: number, outSize: number, filter: Filter): Coeffs {
   return { bounds, kernel, ksize };
 }
 
+// The weights depend only on (filter, in size, out size): an image processor resizes to the same few sizes again and
+// again (Idefics3: 2048 -> 512 for every global tile), so they are kept. The map is emptied before it would hold more
+// than COEFF_CACHE_INTS weights (4 MB; one set is out size x window, e.g. 2048 x 9 for 2200 -> 2048 LANCZOS), so a
+// stream of odd sizes cannot grow it.
+const COEFF_CACHE_INTS = 1 << 20;
+const coeffCache = new Map<string, Coeffs>();
+let coeffCacheInts = 0;
+
+function coefficients(inSize: number, outSize: number, resample: number, filter: Filter): Coeffs {
+  const key = `${resample}:${inSize}:${outSize}`;
+  let c = coeffCache.get(key);
+  if (!c) {
+    c = computeCoefficients(inSize, outSize, filter);
+    const ints = c.kernel.length + c.bounds.length;
+    if (coeffCacheInts + ints > COEFF_CACHE_INTS) {
+      coeffCache.clear();
+      coeffCacheInts = 0;
+    }
+    if (ints <= COEFF_CACHE_INTS) {
+      coeffCache.set(key, c);
+      coeffCacheInts += ints;
+    }
+  }
+  return c;
+}
+
+/**
+ * PIL's clip8: the fixed-point sum shifted down to 8 bits, clamped to 0-255. `v` is an int32 (PIL's int ss);
+ * >> is C's arithmetic shift on it.
+ */
 const clip8 = (v: number) => {
   const x = v >> PRECISION_BITS;
   return x < 0 ? 0 : x > 255 ? 255 : x;
 };
 
+// Both passes keep PIL's int32 arithmetic: the products (8-bit pixel x 22-bit weight, Math.imul) and sums are exact
+// integers in float64 and are wrapped to int32 (| 0, or the store into an Int32Array) after at most a few additions.
+// int32 addition is associative modulo 2^32, so the result is PIL's int ss whatever the grouping: exact while PIL's
+// sums stay in range, wrapping as C's int does where they would not. Every pixel equals PIL's.
+
+/** Horizontal pass (PIL's ImagingResampleHorizontal_8bpc on RGB): each output row from the same input row. */
 function resampleHorizontal(src: RgbImage, outW: number, c: Coeffs): RgbImage {
   const { width, height, data } = src;
+  const { bounds, kernel, ksize } = c;
   const out = new Uint8Array(outW * height * 3);
-  const half = 1 << (PRECISION_BITS - 1);
+  const inRow = width * 3;
+  const outRow = outW * 3;
   for (let y = 0; y < height; y++) {
-    const row = y * width * 3;
+    const row = y * inRow;
+    let o = y * outRow;
     for (let xx = 0; xx < outW; xx++) {
-      const xmin = c.bounds[2 * xx]!;
-      const xmax = c.bounds[2 * xx + 1]!;
-      const k = xx * c.ksize;
-      let r = half, g = half, b = half;
-      for (let x = 0; x < xmax; x++) {
-        const w = c.kernel[k + x]!;
-        const p = row + (x + xmin) * 3;
-        r += data[p]! * w;
-        g += data[p + 1]! * w;
-        b += data[p + 2]! * w;
+      let p = row + bounds[2 * xx]! * 3;
+      let k = xx * ksize;
+      const end = k + bounds[2 * xx + 1]!;
+      let r = HALF;
+      let g = HALF;
+      let b = HALF;
+      // Two taps a step.
+      for (; k + 1 < end; k += 2, p += 6) {
+        const w = kernel[k]!;
+        const v = kernel[k + 1]!;
+        r = (r + Math.imul(data[p]!, w) + Math.imul(data[p + 3]!, v)) | 0;
+        g = (g + Math.imul(data[p + 1]!, w) + Math.imul(data[p + 4]!, v)) | 0;
+        b = (b + Math.imul(data[p + 2]!, w) + Math.imul(data[p + 5]!, v)) | 0;
       }
-      const o = (y * outW + xx) * 3;
-      out[o] = clip8(r);
-      out[o + 1] = clip8(g);
-      out[o + 2] = clip8(b);
+      if (k < end) {
+        const w = kernel[k]!;
+        r = (r + Math.imul(data[p]!, w)) | 0;
+        g = (g + Math.imul(data[p + 1]!, w)) | 0;
+        b = (b + Math.imul(data[p + 2]!, w)) | 0;
+      }
+      out[o++] = clip8(r);
+      out[o++] = clip8(g);
+      out[o++] = clip8(b);
     }
   }
   return { width: outW, height, data: out };
 }
 
+/**
+ * Vertical pass (PIL's ImagingResampleVertical_8bpc): each output row is a weighted sum of input rows, accumulated
+ * row-major in an int32 row, two input rows a step (the sums PIL forms per pixel, read in memory order).
+ */
 function resampleVertical(src: RgbImage, outH: number, c: Coeffs): RgbImage {
   const { width, data } = src;
-  const out = new Uint8Array(width * outH * 3);
-  const half = 1 << (PRECISION_BITS - 1);
+  const { bounds, kernel, ksize } = c;
+  const rowLen = width * 3;
+  const out = new Uint8Array(rowLen * outH);
+  const acc = new Int32Array(rowLen);
   for (let yy = 0; yy < outH; yy++) {
-    const ymin = c.bounds[2 * yy]!;
-    const ymax = c.bounds[2 * yy + 1]!;
-    const k = yy * c.ksize;
-    for (let x = 0; x < width; x++) {
-      let r = half, g = half, b = half;
-      for (let y = 0; y < ymax; y++) {
-        const w = c.kernel[k + y]!;
-        const p = ((y + ymin) * width + x) * 3;
-        r += data[p]! * w;
-        g += data[p + 1]! * w;
-        b += data[p + 2]! * w;
-      }
-      const o = (yy * width + x) * 3;
-      out[o] = clip8(r);
-      out[o + 1] = clip8(g);
-      out[o + 2] = clip8(b);
+    const ymin = bounds[2 * yy]!;
+    const n = bounds[2 * yy + 1]!;
+    const k = yy * ksize;
+    acc.fill(HALF);
+    let y = 0;
+    for (; y + 1 < n; y += 2) {
+      const w = kernel[k + y]!;
+      const v = kernel[k + y + 1]!;
+      const p = (ymin + y) * rowLen;
+      const q = p + rowLen;
+      for (let i = 0; i < rowLen; i++) acc[i] = acc[i]! + Math.imul(data[p + i]!, w) + Math.imul(data[q + i]!, v);
     }
+    if (y < n) {
+      const w = kernel[k + y]!;
+      const p = (ymin + y) * rowLen;
+      for (let i = 0; i < rowLen; i++) acc[i] = acc[i]! + Math.imul(data[p + i]!, w);
+    }
+    const o = yy * rowLen;
+    for (let i = 0; i < rowLen; i++) out[o + i] = clip8(acc[i]!);
   }
   return { width, height: outH, data: out };
 }
 
 function nearest(src: RgbImage, outW: number, outH: number): RgbImage {
   const out = new Uint8Array(outW * outH * 3);
+  const data = src.data;
+  const columns = new Int32Array(outW);
+  for (let x = 0; x < outW; x++) columns[x] = Math.min(src.width - 1, Math.floor((x + 0.5) * (src.width / outW))) * 3;
+  let o = 0;
   for (let y = 0; y < outH; y++) {
-    const sy = Math.min(src.height - 1, Math.floor((y + 0.5) * (src.height / outH)));
+    const row = Math.min(src.height - 1, Math.floor((y + 0.5) * (src.height / outH))) * src.width * 3;
     for (let x = 0; x < outW; x++) {
-      const sx = Math.min(src.width - 1, Math.floor((x + 0.5) * (src.width / outW)));
-      out.set(src.data.subarray((sy * src.width + sx) * 3, (sy * src.width + sx) * 3 + 3), (y * outW + x) * 3);
+      const p = row + columns[x]!;
+      out[o++] = data[p]!;
+      out[o++] = data[p + 1]!;
+      out[o++] = data[p + 2]!;
     }
   }
   return { width: outW, height: outH, data: out };
@@ -281,8 +344,8 @@ export function resize(src: RgbImage, outW: number, outH: number, resample: numb
   const filter = FILTERS[resample];
   if (!filter) throw new MediaError(`resample filter ${resample} is not supported`);
   let img = src;
-  if (outW !== img.width) img = resampleHorizontal(img, outW, coefficients(img.width, outW, filter));
-  if (outH !== img.height) img = resampleVertical(img, outH, coefficients(img.height, outH, filter));
+  if (outW !== img.width) img = resampleHorizontal(img, outW, coefficients(img.width, outW, resample, filter));
+  if (outH !== img.height) img = resampleVertical(img, outH, coefficients(img.height, outH, resample, filter));
   return img;
 }
 
@@ -351,18 +414,30 @@ export function normalizeInto(
   const plane = height * width;
   const scale = cfg.doRescale ? cfg.rescaleFactor : 1;
   const rescale = cfg.doRescale && cfg.divideBy255 ? (v: number) => Math.fround(v / 255) : (v: number) => Math.fround(v * scale);
+  // The image's columns [x0, x1) of the region; the rest (and rows outside) are padding.
+  const x0 = Math.min(width, Math.max(0, -left));
+  const x1 = Math.max(x0, Math.min(width, img.width - left));
+  const lut = new Float32Array(256);
+  const data = img.data;
   for (let c = 0; c < 3; c++) {
     const mean = cfg.doNormalize ? cfg.mean[c]! : 0;
     const std = cfg.doNormalize ? cfg.std[c]! : 1;
+    // float32 at each step, as numpy does with float32 arrays; a pixel's value depends only on its byte, so the 256
+    // possible values are computed once per channel (the same expression, so the same float32s).
+    const value = (v: number) => Math.fround(Math.fround(rescale(v) - mean) / std);
+    for (let v = 0; v < 256; v++) lut[v] = value(v);
+    const padding = value(cfg.fill);
     for (let y = 0; y < height; y++) {
       const sy = y + top;
-      for (let x = 0; x < width; x++) {
-        const sx = x + left;
-        const inside = sy >= 0 && sy < img.height && sx >= 0 && sx < img.width;
-        const v = inside ? img.data[(sy * img.width + sx) * 3 + c]! : cfg.fill;
-        // float32 at each step, as numpy does with float32 arrays.
-        out[offset + c * plane + y * width + x] = Math.fround(Math.fround(rescale(v) - mean) / std);
+      const o = offset + c * plane + y * width;
+      if (sy < 0 || sy >= img.height) {
+        out.fill(padding, o, o + width);
+        continue;
       }
+      if (x0 > 0) out.fill(padding, o, o + x0);
+      let p = (sy * img.width + x0 + left) * 3 + c;
+      for (let x = x0; x < x1; x++, p += 3) out[o + x] = lut[data[p]!]!;
+      if (x1 < width) out.fill(padding, o + x1, o + width);
     }
   }
 }
