@@ -35,6 +35,8 @@ describe("device, pooling, warm-up, queue", () => {
       "served-model-name": ["calibrated", "flag", "cold"],
       "run-overhead-tokens": ["0", "40", "0"],
       "model-warmup": ["true", "true", "false"],
+      // A fixed token budget: its warm-up timing (a timed number of sizes) would differ between the models.
+      "max-batch-tokens": "512",
     });
     try {
       const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ id: string; run_overhead_tokens: number; run_overhead_source: string }> };
