@@ -363,7 +363,12 @@ export function resizedSize(width: number, height: number, cfg: ImageConfig): { 
   if ("longestEdge" in cfg.size) {
     const s = cfg.size.longestEdge;
     const ratio = Math.max(height / s, width / s);
-    return { width: roundHalfEven(width / ratio), height: roundHalfEven(height / ratio) };
+    const size = { width: roundHalfEven(width / ratio), height: roundHalfEven(height / ratio) };
+    // A very thin image keeps no pixel across (open_clip's PIL resize fails there too): a bad input, not a crash.
+    if (size.width === 0 || size.height === 0) {
+      throw new MediaError(`a ${width}x${height} image is too thin: with its longest side resized to ${s} pixels its shortest side has none`);
+    }
+    return size;
   }
   if (!("shortestEdge" in cfg.size)) return { width: cfg.size.width, height: cfg.size.height };
   const s = cfg.size.shortestEdge;

@@ -46,6 +46,9 @@ describe("resizing", () => {
     expect(resizedSize(640, 480, cfg)).toEqual({ width: 298, height: 224 });
     expect(resizedSize(24, 40, { ...cfg, size: { shortestEdge: 32 } })).toEqual({ width: 32, height: 53 });
     expect(resizedSize(1, 1, cfg)).toEqual({ width: 224, height: 224 });
+    // open_clip's ResizeKeepRatio(longest=1): a side that rounds to no pixel is a bad image, not a crash later.
+    expect(resizedSize(10, 100, { ...cfg, size: { longestEdge: 30 } })).toEqual({ width: 3, height: 30 });
+    expect(() => resizedSize(1, 100, { ...cfg, size: { longestEdge: 30 } })).toThrow("a 1x100 image is too thin");
   });
 
   test("SigLIP-style exact size without crop", () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import sharp from "sharp";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, fixtureBytes, l2, maxAbsDiff, postJson, reference, ROOT, startTestServer } from "../helpers";
 
@@ -167,6 +168,27 @@ describe("jina-clip: what cannot be fed is refused at load", () => {
     change(j);
     writeFileSync(join(dir, file), JSON.stringify(j));
   };
+
+  test("resize_mode longest: an image too thin to keep a pixel across is a 400 naming it; the model keeps serving", async () => {
+    const dir = variant((d) => editJson(d, "preprocessor_config.json", (j) => { j.resize_mode = "longest"; }));
+    const s = await startTestServer({ "model-id": dir });
+    try {
+      // size 30: a 1 x 100 image resizes to 0.3 x 30 pixels (open_clip's PIL resize fails there too).
+      const thin = await sharp({ create: { width: 1, height: 100, channels: 3, background: { r: 200, g: 10, b: 10 } } }).png().toBuffer();
+      const square = await sharp({ create: { width: 40, height: 40, channels: 3, background: { r: 20, g: 100, b: 10 } } }).png().toBuffer();
+      const uri = (b: Buffer) => `data:image/png;base64,${b.toString("base64")}`;
+      const bad = await postJson(`${s.url}/embeddings`, { model: "m", modality: "image", input: [uri(square), uri(thin)], encoding_format: "float" });
+      expect(bad.status).toBe(400);
+      expect(bad.json.error.message).toContain("1x100 image is too thin");
+      expect(bad.json.error.param).toContain("input[1]");
+      const ok = await postJson(`${s.url}/embeddings`, { model: "m", modality: "image", input: [uri(square)], encoding_format: "float" });
+      expect(ok.status).toBe(200);
+      expect(ok.json.data[0].embedding.length).toBe(ref.dimension);
+    } finally {
+      await s.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   for (const [what, change, message] of [
     ["an unknown resize_mode", (j: Record<string, unknown>) => { j.resize_mode = "crop"; }, /resize_mode must be one of shortest, longest, squash, got "crop"/],
