@@ -1,6 +1,6 @@
 // Which model serves a name and a capability. Loads every configured model (resolve -> layout -> session ->
 // tokenizer -> engine -> warm-up) and answers lookups from the HTTP layer.
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
 import { log } from "../log";
@@ -18,6 +18,7 @@ import { returnFreedMemory } from "../model/trim";
 import { readDenseLayers, readPickledHeads, type DenseLayer } from "../model/dense";
 import { onnxOutputNames } from "../model/onnx-graph";
 import { KEEP_LOGITS_INPUTS, lastPositionGraph, type LastPositionGraph } from "../model/logits-graph";
+import { rowwiseQuantGraph } from "../model/rowwise-quant";
 import { splitCombinedExport, type SplitTowers } from "../model/split";
 import type { Removable } from "../model/scratch";
 import { classifyReader } from "../tasks/classify";
@@ -810,14 +811,26 @@ export class Registry {
     // vocabulary is rewritten so its lm_head reads only the last position, and only those two columns where it can
     // (model/logits-graph.ts), or kept with the reason logged.
     const causalReranker = template?.yes !== undefined;
-    const logits = causalReranker ? lastPositionGraph(join(layout.dir, layout.onnxFile), "logits", [template.no!, template.yes!]) : null;
-    const logitsGraph = logits && "path" in logits ? logits : null;
-    if (logitsGraph) graphs.push(logitsGraph);
+    const sourceGraph = join(layout.dir, layout.onnxFile);
     // A combined multimodal export runs as one graph per tower when it can be split (the text session gets the text one).
     const split = layout.media?.combined ? splitTowers(layout, key) : null;
     if (split) graphs.push(split);
-    const graphPath = logitsGraph?.path ?? split?.text ?? join(layout.dir, layout.onnxFile);
-    const externalDataDir = logitsGraph?.externalDataDir ?? split?.externalDataDir;
+    // Dynamically quantized exports quantize each activation over the whole batch: rewritten so each input gets the
+    // numbers it gets alone (model/rowwise-quant.ts), or kept with the reason logged.
+    const rowwise = rowwiseQuantGraph(split?.text ?? sourceGraph, split?.externalDataDir);
+    const rowwiseGraph = rowwise && "path" in rowwise ? rowwise : null;
+    if (rowwiseGraph) {
+      graphs.push(rowwiseGraph);
+      log.info(`${layout.onnxFile}: dynamic int8 quantization made per input (graph rewritten at load): each input's numbers do not depend on its batch`, { model: key, quantizers: rowwiseGraph.quantizers });
+    } else if (rowwise && "reason" in rowwise) {
+      log.warn(`${layout.onnxFile} quantizes activations over the whole batch and could not be rewritten per input: an input's numbers move slightly with the other inputs of its batch`, { model: key, reason: rowwise.reason });
+    }
+    const logits = causalReranker ? lastPositionGraph(rowwiseGraph?.path ?? sourceGraph, "logits", [template.no!, template.yes!]) : null;
+    const logitsGraph = logits && "path" in logits ? logits : null;
+    if (logitsGraph) graphs.push(logitsGraph);
+    const graphPath = logitsGraph?.path ?? rowwiseGraph?.path ?? split?.text ?? sourceGraph;
+    // Rewritten graphs read their external data from the export's folder.
+    const externalDataDir = logitsGraph || rowwiseGraph || split ? dirname(resolve(sourceGraph)) : undefined;
     const newSession = (numThreads: number, instances: number) =>
       ModelSession.create(graphPath, { device: c.device, numThreads, externalDataDir }, worker(c.servedModelName), head, instances);
     const session = await newSession(c.numThreads, c.instances || 1);
@@ -944,7 +957,7 @@ export class Registry {
         textRunner = combinedTextRunner(session, textReader, mediaDummy(inputName, shape));
         towerRunner = mediaRunner(session, mediaReader, inputName, textDummy(padId));
       } else {
-        mediaSession = await ModelSession.create(split?.media ?? join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads, externalDataDir }, worker(`${c.servedModelName}/${media.modality}`));
+        mediaSession = await ModelSession.create(split?.media ?? join(layout.dir, media.mediaFile), { device: c.device, numThreads: c.numThreads, externalDataDir: split?.externalDataDir }, worker(`${c.servedModelName}/${media.modality}`));
         sessions.push(mediaSession);
         textRunner = sessionRunner(session, textReader);
         towerRunner = mediaRunner(mediaSession, mediaReader, inputName);

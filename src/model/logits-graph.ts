@@ -32,7 +32,7 @@ const WEIGHT_OPS = new Set(["Transpose", "Identity", "Cast", "DequantizeLinear",
 /** Ops between the lm_head and the logits output that act on each position alone. */
 const POSITIONWISE_OPS = new Set(["Cast", "Identity"]);
 
-interface GraphNode {
+export interface GraphNode {
   index: number;
   opType: string;
   domain: string;
@@ -59,7 +59,7 @@ export interface GraphSummary {
   size: number;
 }
 
-function readSummary(r: FileReader, size: number): GraphSummary {
+export function readSummary(r: FileReader, size: number): GraphSummary {
   const summary: GraphSummary = { opset: 0, nodes: [], initializers: new Set(), inputs: [], outputs: [], outputRecords: new Map(), graph: { tagStart: -1, from: 0, to: 0 }, size };
   eachField(r, 0, size, (field, from, to, tagStart) => {
     if (field === MODEL.opsetImport) {
@@ -205,6 +205,83 @@ function withLastDim(record: Uint8Array, size: number): Uint8Array {
   return Uint8Array.from(new Writer().raw(GRAPH.output, rewrite(fieldsOf(record)[0]!.bytes, [2, 1, 2]).bytes).bytes);
 }
 
+/** A graph record (tag included) replaced by other bytes: a node by the nodes that take its place. */
+export interface Replacement {
+  start: number;
+  end: number;
+  bytes: Uint8Array;
+}
+
+/**
+ * Writes the model of `fd` (summarised by `g`) to `path` with the records `replaced` (sorted by start, not
+ * overlapping) swapped for their bytes and `appended` (encoded graph fields: initializers) added at the end of the
+ * graph; every other byte is copied as it was, in chunks.
+ */
+export function writeRewrittenGraph(fd: number, g: GraphSummary, replaced: readonly Replacement[], appended: ArrayLike<number>, path: string): void {
+  const { tagStart, from, to } = g.graph;
+  const bodyLength = to - from + appended.length + replaced.reduce((n, x) => n + x.bytes.length - (x.end - x.start), 0);
+  const out = openSync(path, "w");
+  try {
+    copyRange(fd, out, 0, tagStart);
+    writeSync(out, Uint8Array.from([...varintBytes(MODEL.graph * 8 + 2), ...varintBytes(bodyLength)]));
+    let pos = from;
+    for (const x of replaced) {
+      copyRange(fd, out, pos, x.start);
+      writeSync(out, x.bytes);
+      pos = x.end;
+    }
+    copyRange(fd, out, pos, to);
+    writeSync(out, Uint8Array.from(appended));
+    copyRange(fd, out, to, g.size);
+  } finally {
+    closeSync(out);
+  }
+}
+
+/** What a rewrite is given: the open file, its summary, and a way to write the rewritten graph. */
+export interface GraphRewrite {
+  r: FileReader;
+  fd: number;
+  g: GraphSummary;
+  /** Writes the rewritten graph (writeRewrittenGraph) into a new temporary folder, removed if the rewrite fails. */
+  write(prefix: string, replaced: readonly Replacement[], appended: ArrayLike<number>): { path: string; remove(): void };
+}
+
+/**
+ * Opens `source`, reads its summary and runs `rewrite`; a file that cannot be opened or an error on the way (its
+ * temporary folder removed) comes back as the reason.
+ */
+export function rewriteGraphFile<T>(source: string, rewrite: (x: GraphRewrite) => T): T | { reason: string } {
+  let fd: number;
+  try {
+    fd = openSync(source, "r");
+  } catch (e) {
+    return { reason: `cannot open ${source}: ${(e as Error).message}` };
+  }
+  let folder: Removable | null = null;
+  try {
+    const r = new FileReader(fd);
+    const g = readSummary(r, fstatSync(fd).size);
+    return rewrite({
+      r,
+      fd,
+      g,
+      write: (prefix, replaced, appended) => {
+        const scratch = scratchFolder(prefix);
+        folder = scratch;
+        const path = join(scratch.dir, basename(source));
+        writeRewrittenGraph(fd, g, replaced, appended, path);
+        return { path, remove: scratch.remove };
+      },
+    });
+  } catch (e) {
+    (folder as Removable | null)?.remove();
+    return { reason: `${source} could not be rewritten: ${(e as Error).message}` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The rewritten graph: a file in a temporary folder. */
 export interface LastPositionGraph {
   path: string;
@@ -228,16 +305,7 @@ export interface LastPositionGraph {
  * so the full weight is not kept when nothing else reads it).
  */
 export function lastPositionGraph(source: string, output = "logits", columns?: readonly number[]): LastPositionGraph | { reason: string } | { kept: string } {
-  let fd: number;
-  try {
-    fd = openSync(source, "r");
-  } catch (e) {
-    return { reason: `cannot open ${source}: ${(e as Error).message}` };
-  }
-  let folder: Removable | null = null;
-  try {
-    const r = new FileReader(fd);
-    const g = readSummary(r, fstatSync(fd).size);
+  return rewriteGraphFile<LastPositionGraph | { reason: string } | { kept: string }>(source, ({ r, g, write }) => {
     // Such an export is fed 1 and already computes one position.
     const keep = g.inputs.find((i) => KEEP_LOGITS_INPUTS.includes(i));
     if (keep) return { kept: keep };
@@ -269,39 +337,13 @@ export function lastPositionGraph(source: string, output = "logits", columns?: r
       { start: plan.head.start, end: plan.head.end, bytes: Uint8Array.from([...added.bytes, ...head]) },
       ...(gather ? [{ start: out0.start, end: out0.end, bytes: withLastDim(r.bytes(out0.start, out0.end - out0.start), columns!.length) }] : []),
     ].sort((a, b) => a.start - b.start);
-    const { tagStart, from, to } = g.graph;
-    const bodyLength = to - from + inits.bytes.length + replaced.reduce((n, x) => n + x.bytes.length - (x.end - x.start), 0);
-
-    const scratch = scratchFolder("infinity-logits-");
-    folder = scratch;
-    const path = join(scratch.dir, basename(source));
-    const out = openSync(path, "w");
-    try {
-      copyRange(fd, out, 0, tagStart);
-      writeSync(out, Uint8Array.from([...varintBytes(MODEL.graph * 8 + 2), ...varintBytes(bodyLength)]));
-      let pos = from;
-      for (const x of replaced) {
-        copyRange(fd, out, pos, x.start);
-        writeSync(out, x.bytes);
-        pos = x.end;
-      }
-      copyRange(fd, out, pos, to);
-      writeSync(out, Uint8Array.from(inits.bytes));
-      copyRange(fd, out, to, g.size);
-    } finally {
-      closeSync(out);
-    }
+    const { path, remove } = write("infinity-logits-", replaced, inits.bytes);
     return {
       path,
       externalDataDir: dirname(resolve(source)),
       columns: gather ? [...columns!] : null,
       head: plan.head.name || plan.head.outputs[0]!,
-      remove: scratch.remove,
+      remove,
     };
-  } catch (e) {
-    folder?.remove();
-    return { reason: `${source} could not be rewritten: ${(e as Error).message}` };
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
