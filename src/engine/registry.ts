@@ -817,7 +817,7 @@ export class Registry {
     if (split) graphs.push(split);
     // Dynamically quantized exports quantize each activation over the whole batch: rewritten so each input gets the
     // numbers it gets alone (model/rowwise-quant.ts), or kept with the reason logged.
-    const rowwise = rowwiseQuantGraph(split?.text ?? sourceGraph, split?.externalDataDir);
+    const rowwise = rowwiseQuantGraph(split?.text ?? sourceGraph, split?.externalDataDir, layout.modelType);
     const rowwiseGraph = rowwise && "path" in rowwise ? rowwise : null;
     if (rowwiseGraph) {
       graphs.push(rowwiseGraph);

@@ -234,15 +234,31 @@ export interface RowwiseGraph extends Removable {
 }
 
 /**
+ * Model types (config.json model_type) whose quantized MatMuls all multiply token-major activations ([B, T, H] or
+ * [B*T, H]) by a weight: the layout the rewrite reshapes to [B, T, -1] and masks by row. Checked on BERT and Qwen3
+ * exports; the others here have the same Linear layers on the same token states. Any other type keeps its graph with
+ * the reason logged: DeBERTa, for one, runs its relative position embeddings ([2k, H], no batch or token axis) through
+ * the query/key Linear layers, which the reshape would either refuse at run time or mask wrongly.
+ */
+export const ROWWISE_MODEL_TYPES: ReadonlySet<string> = new Set([
+  "bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra", "nomic_bert", "modernbert",
+  "qwen2", "qwen3", "llama", "mistral", "gemma", "gemma2", "gemma3", "gemma3_text",
+]);
+
+/**
  * Writes `source` with every DynamicQuantizeLinear -> MatMulInteger made per batch row into a new temporary folder;
  * null when the graph has no DynamicQuantizeLinear; the reason when it has some but is left as it is. External data
- * is read from `externalDataDir` (default: the source's folder).
+ * is read from `externalDataDir` (default: the source's folder). `modelType` (config.json's), when given, must be one
+ * of ROWWISE_MODEL_TYPES.
  */
-export function rowwiseQuantGraph(source: string, externalDataDir?: string): RowwiseGraph | { reason: string } | null {
+export function rowwiseQuantGraph(source: string, externalDataDir?: string, modelType?: string): RowwiseGraph | { reason: string } | null {
   return rewriteGraphFile<RowwiseGraph | { reason: string } | null>(source, ({ r, g, write }) => {
     const plans = planRowwise(g);
     if (typeof plans === "string") return { reason: plans };
     if (!plans.length) return null;
+    if (modelType !== undefined && !ROWWISE_MODEL_TYPES.has(modelType)) {
+      return { reason: `model_type ${JSON.stringify(modelType)} is not one whose quantized MatMuls are known to act on token-major activations only` };
+    }
     const dir = externalDataDir ?? dirname(resolve(source));
     const constants = new Set(plans.flatMap((p) => p.matmuls.flatMap((m) => [m.inputs[1]!, ...(m.inputs[3] ? [m.inputs[3]] : [])])));
     const tensors = readInitializers(r, g, constants, dir);

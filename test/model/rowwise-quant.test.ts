@@ -150,6 +150,15 @@ describe("what is rewritten and what is kept", () => {
     expect((rowwiseQuantGraph(join(fixture("bert-mean-norm"), "onnx", "absent.onnx")) as { reason: string }).reason).toContain("cannot open");
   });
 
+  test("only model types whose quantized MatMuls act on token-major activations are rewritten (DeBERTa's relative embeddings are not)", () => {
+    const file = join(fixture("bert-mean-norm"), "onnx", "model_quantized.onnx");
+    const kept = rowwiseQuantGraph(file, undefined, "deberta-v2") as { reason: string };
+    expect(kept.reason).toContain('model_type "deberta-v2" is not one');
+    const made = rowwiseQuantGraph(file, undefined, "bert");
+    expect(made !== null && "path" in made).toBe(true);
+    if (made && "path" in made) made.remove();
+  });
+
   const node = (opType: string, inputs: string[], outputs: string[], name = outputs[0]!): GraphNode => ({ index: 0, opType, domain: "", name, inputs, outputs, start: 0, end: 0 });
   const dql = node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], "dql");
   const mm = node("MatMulInteger", ["xq", "W", "xz", "Wz"], ["p"], "mm");
