@@ -77,8 +77,11 @@ export function fitRunOverhead(samples: readonly RunTiming[]): RunOverheadFit | 
 /**
  * Token-budget calibration (warm-up, --max-batch-tokens 0): batches of identical rows at doubling sizes from
  * TOKEN_BUDGET_START padded tokens, timed. The first TOKEN_BUDGET_FIRST sizes are always timed; the climb goes on
- * while a doubling raised tokens/s by at least TOKEN_BUDGET_CLIMB. The budget is the largest size within
- * TOKEN_BUDGET_TOLERANCE of the best tokens/s (a near-tie goes to the larger batch, whose arena is already grown). On
+ * while a doubling raised tokens/s by at least TOKEN_BUDGET_CLIMB. The budget stays at the timed size nearest the
+ * provider's constant (512 on CPU, 16384 on GPU) unless another size ran at least TOKEN_BUDGET_CLIMB times its tokens/s:
+ * then it is the largest size within TOKEN_BUDGET_TOLERANCE of the best (a near-tie goes to the larger batch, whose
+ * arena is already grown). Timings on a quiet 2-core machine spread by 5-10% between starts (two starts kept 264 and
+ * 1056 tokens without the constant to lean on), so only a clear gain moves the budget off the measured default. On
  * a CPU tokens/s rises to a few hundred tokens per batch (caches) and then falls, on a GPU or a many-core CPU it
  * keeps rising far longer, so the same model gets about 512 on 2 cores and thousands where more parallel work pays.
  * The climb stops early on purpose: every size timed grows the session's arena to hold it for good.
@@ -120,11 +123,16 @@ export function keepClimbing(timings: readonly BudgetTiming[]): boolean {
   return tokensPerMs(b) >= TOKEN_BUDGET_CLIMB * tokensPerMs(a);
 }
 
-/** The largest timed batch within TOKEN_BUDGET_TOLERANCE of the best tokens/s; null when nothing was timed. */
-export function chooseBudget(timings: readonly BudgetTiming[]): BudgetTiming | null {
+/**
+ * The timed batch nearest `prior` tokens (the provider's constant) unless another ran TOKEN_BUDGET_CLIMB times its
+ * tokens/s; then the largest within TOKEN_BUDGET_TOLERANCE of the best. null when nothing was timed.
+ */
+export function chooseBudget(timings: readonly BudgetTiming[], prior: number): BudgetTiming | null {
   const timed = timings.filter((t) => t.ms > 0 && Number.isFinite(t.ms));
   if (timed.length === 0) return null;
   const best = Math.max(...timed.map(tokensPerMs));
+  const near = timed.reduce((a, b) => (Math.abs(Math.log(budgetTokens(b) / prior)) < Math.abs(Math.log(budgetTokens(a) / prior)) ? b : a));
+  if (best < TOKEN_BUDGET_CLIMB * tokensPerMs(near)) return near;
   return timed.filter((t) => tokensPerMs(t) >= TOKEN_BUDGET_TOLERANCE * best).reduce((a, b) => (budgetTokens(b) > budgetTokens(a) ? b : a));
 }
 

@@ -1155,7 +1155,7 @@ export class Registry {
   /**
    * --max-batch-tokens 0 (auto): times batches of identical rows at doubling sizes on the model's own session and
    * keeps the size batcher.ts's chooseBudget picks (policy there). Each size runs once first (its arena grown, not
-   * counted), then is timed as the fastest of three runs; the first TOKEN_BUDGET_FIRST sizes are timed in interleaved
+   * counted), then is timed as the fastest of five runs; the first TOKEN_BUDGET_FIRST sizes are timed in interleaved
    * rounds and each later size alternately with the one before, so a slow spell of the machine slows both sides of a
    * comparison, not one. Not timed (the provider's constant stays): several instances (a batch could land on
    * either), a full-logits LLM reranker (its budget is planned from the logits' memory) and ColPali (fixed-size
@@ -1189,11 +1189,11 @@ export class Registry {
       timings.push(timing);
       if (timings.length < TOKEN_BUDGET_FIRST) continue;
       const round = timings.length === TOKEN_BUDGET_FIRST ? timings : [previous!, timing];
-      for (let r = 0; r < 3; r++) for (const t of round) await timeOnce(t, true);
+      for (let r = 0; r < 5; r++) for (const t of round) await timeOnce(t, true);
     }
     // Fewer sizes than the interleaved rounds need (a short max length or a small memory budget): time them now.
-    if (timings.length < TOKEN_BUDGET_FIRST) for (let r = 0; r < 3; r++) for (const t of timings) await timeOnce(t, true);
-    const chosen = chooseBudget(timings);
+    if (timings.length < TOKEN_BUDGET_FIRST) for (let r = 0; r < 5; r++) for (const t of timings) await timeOnce(t, true);
+    const chosen = chooseBudget(timings, m.provider === "cpu" ? CPU_BATCH_TOKENS : GPU_BATCH_TOKENS);
     const tokens = chosen ? budgetTokens(chosen) : before;
     m.engine.setMaxBatchTokens(tokens);
     if (m.task === "embed" && typeof m.tokens !== "string") m.tokens.setMaxBatchTokens(tokens);

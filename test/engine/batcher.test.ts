@@ -246,10 +246,12 @@ describe("token-budget calibration", () => {
   test("keepClimbing + chooseBudget: a CPU-like curve stops after the first sizes and keeps 512; a GPU-like one climbs to the caps", () => {
     const c = climb(cpu);
     expect(c.map(budgetTokens)).toEqual([128, 256, 512]);
-    expect(budgetTokens(chooseBudget(c)!)).toBe(512);
+    expect(budgetTokens(chooseBudget(c, 512)!)).toBe(512);
     const g = climb(gpu);
     expect(budgetTokens(g.at(-1)!)).toBe(32 * 512);
-    expect(budgetTokens(chooseBudget(g)!)).toBe(32 * 512);
+    expect(budgetTokens(chooseBudget(g, 16384)!)).toBe(32 * 512);
+    // A GPU-like curve leaves a CPU-like constant behind: far more than TOKEN_BUDGET_CLIMB times its tokens/s.
+    expect(budgetTokens(chooseBudget(g, 512)!)).toBe(32 * 512);
     expect(c.length).toBe(TOKEN_BUDGET_FIRST);
   });
 
@@ -261,11 +263,18 @@ describe("token-budget calibration", () => {
     expect(keepClimbing([t(128, 10), t(256, 10), t(512, 10 * TOKEN_BUDGET_CLIMB - 0.01)])).toBe(false);
   });
 
-  test("chooseBudget: the largest size within the tolerance of the best; untimed sizes do not count", () => {
+  test("chooseBudget: the size nearest the constant unless another is TOKEN_BUDGET_CLIMB times as fast; then the largest within the tolerance of the best", () => {
     const t = (tokens: number, perMs: number): BudgetTiming => ({ rows: tokens / 128, length: 128, ms: tokens / perMs });
-    expect(budgetTokens(chooseBudget([t(128, 9), t(256, 10), t(512, 10 * TOKEN_BUDGET_TOLERANCE)])!)).toBe(512);
-    expect(budgetTokens(chooseBudget([t(128, 9), t(256, 10), t(512, 10 * TOKEN_BUDGET_TOLERANCE - 0.01)])!)).toBe(256);
-    expect(chooseBudget([])).toBeNull();
-    expect(budgetTokens(chooseBudget([t(128, 9), { rows: 2, length: 128, ms: Infinity }])!)).toBe(128);
+    // Timing noise (5-10% between starts on a quiet machine) does not move the budget off the constant.
+    expect(budgetTokens(chooseBudget([t(128, 8), t(256, 10), t(512, 9.2)], 512)!)).toBe(512);
+    expect(budgetTokens(chooseBudget([t(128, 8), t(256, 9), t(512, 10), t(1024, 10.5)], 512)!)).toBe(512);
+    // A clear gain does, to the largest size within the tolerance of the best.
+    expect(budgetTokens(chooseBudget([t(128, 5), t(256, 10 * TOKEN_BUDGET_CLIMB), t(512, 10)], 512)!)).toBe(256);
+    expect(budgetTokens(chooseBudget([t(128, 9), t(256, 10), t(512, 10), t(1024, 11), t(2048, 11 * TOKEN_BUDGET_TOLERANCE)], 512)!)).toBe(2048);
+    expect(budgetTokens(chooseBudget([t(128, 9), t(256, 10), t(512, 10), t(1024, 11), t(2048, 11 * TOKEN_BUDGET_TOLERANCE - 0.01)], 512)!)).toBe(1024);
+    // Nearest the constant on a log scale: 16384 with the climb stopped at 4096.
+    expect(budgetTokens(chooseBudget([t(1024, 9), t(2048, 10), t(4096, 10.5)], 16384)!)).toBe(4096);
+    expect(chooseBudget([], 512)).toBeNull();
+    expect(budgetTokens(chooseBudget([t(128, 9), { rows: 2, length: 128, ms: Infinity }], 512)!)).toBe(128);
   });
 });
