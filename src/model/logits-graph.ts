@@ -13,16 +13,10 @@
 // read from the source folder (SessionSettings.externalDataDir).
 import { closeSync, fstatSync, openSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { FileReader, Writer, copyRange, eachField, fieldsOf, stringsOf, varintBytes, type Field } from "./protobuf";
+import { FileReader, ONNX, Writer, copyRange, eachField, fieldsOf, stringsOf, varintBytes, type Field } from "./protobuf";
 import { scratchFolder, type Removable } from "./scratch";
 
-// onnx.proto3 field numbers.
-const MODEL = { graph: 7, opsetImport: 8 } as const;
-const GRAPH = { node: 1, initializer: 5, input: 11, output: 12 } as const;
-const NODE = { input: 1, output: 2, name: 3, opType: 4, domain: 7 } as const;
-const TENSOR = { dims: 1, dataType: 2, name: 8, rawData: 9 } as const;
-const OPSET = { domain: 1, version: 2 } as const;
-const INT64 = 7;
+const { MODEL, GRAPH, NODE, TENSOR, OPSET, ATTRIBUTE } = ONNX;
 
 /** Inputs through which a decoder export returns only the last positions' logits (the server feeds 1). */
 export const KEEP_LOGITS_INPUTS: readonly string[] = ["num_logits_to_keep", "logits_to_keep"];
@@ -169,7 +163,7 @@ function freshNames(g: GraphSummary): Record<(typeof NEW_NAMES)[number], string>
 function int64Initializer(w: Writer, name: string, values: readonly bigint[]): void {
   const raw = new Uint8Array(8 * values.length);
   values.forEach((v, i) => new DataView(raw.buffer).setBigInt64(8 * i, v, true));
-  w.msg(GRAPH.initializer, (t) => t.int(TENSOR.dims, values.length).int(TENSOR.dataType, INT64).str(TENSOR.name, name).raw(TENSOR.rawData, raw));
+  w.msg(GRAPH.initializer, (t) => t.int(TENSOR.dims, values.length).int(TENSOR.dataType, ONNX.DATA_TYPE.int64).str(TENSOR.name, name).raw(TENSOR.rawData, raw));
 }
 
 /** The head node's record with inputs renamed by position; every other field as it was. */
@@ -184,9 +178,6 @@ function renamedInputs(record: Uint8Array, renames: ReadonlyMap<number, string>)
   }
   return Uint8Array.from(new Writer().raw(GRAPH.node, w.bytes).bytes);
 }
-
-/** AttributeProto: name (1), i (3), type (20; INT = 2). */
-const ATTRIBUTE = { name: 1, i: 3, type: 20 } as const;
 
 /** The output's ValueInfoProto with its last axis declared `size` long (the gathered columns); the rest as it was. */
 function withLastDim(record: Uint8Array, size: number): Uint8Array {
@@ -321,7 +312,7 @@ export function lastPositionGraph(source: string, output = "logits", columns?: r
       added.msg(GRAPH.node, (n) => {
         n.str(NODE.input, gather).str(NODE.input, names.columns).str(NODE.output, names.weight).str(NODE.name, `${names.weight}/Gather`).str(NODE.opType, "Gather");
         // axis -1 (the vocabulary): a negative int64 is ten varint bytes
-        n.msg(5, (a) => a.str(ATTRIBUTE.name, "axis").varint(ATTRIBUTE.i * 8).append([255, 255, 255, 255, 255, 255, 255, 255, 255, 1]).int(ATTRIBUTE.type, 2));
+        n.msg(NODE.attribute, (a) => a.str(ATTRIBUTE.name, "axis").varint(ATTRIBUTE.i * 8).append([255, 255, 255, 255, 255, 255, 255, 255, 255, 1]).int(ATTRIBUTE.type, ONNX.ATTRIBUTE_TYPE.int));
       });
     }
     const renames = new Map<number, string>([[0, names.hidden], ...(gather ? [[1, names.weight] as [number, string]] : [])]);

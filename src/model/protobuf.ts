@@ -148,3 +148,19 @@ export function copyRange(from: number, to: number, start: number, end: number):
 export function varintBytes(v: number): number[] {
   return new Writer().varint(v).bytes;
 }
+
+/**
+ * Field numbers of onnx.proto's messages that the graph rewriters read and write (logits-graph.ts, rowwise-quant.ts,
+ * split.ts), kept in one table; ATTRIBUTE_TYPE and DATA_TYPE are the enums' values.
+ */
+export const ONNX = {
+  MODEL: { graph: 7, opsetImport: 8 },
+  OPSET: { domain: 1, version: 2 },
+  GRAPH: { node: 1, initializer: 5, input: 11, output: 12, valueInfo: 13, sparseInitializer: 15 },
+  NODE: { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 },
+  ATTRIBUTE: { name: 1, i: 3, graph: 6, ints: 8, graphs: 11, type: 20 },
+  TENSOR: { dims: 1, dataType: 2, int32Data: 5, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
+  VALUE_INFO: { name: 1 },
+  ATTRIBUTE_TYPE: { int: 2, ints: 7 },
+  DATA_TYPE: { float: 1, uint8: 2, int8: 3, int32: 6, int64: 7 },
+} as const;

@@ -18,18 +18,11 @@
 // use of DynamicQuantizeLinear keeps its graph, with the reason for the load log: never different numbers.
 import { closeSync, openSync, readSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { Writer, eachField, fieldsOf, stringsOf, type Field, type FileReader } from "./protobuf";
+import { ONNX, Writer, eachField, fieldsOf, stringsOf, type Field, type FileReader } from "./protobuf";
 import { rewriteGraphFile, type GraphNode, type GraphSummary, type Replacement } from "./logits-graph";
 import type { Removable } from "./scratch";
 
-const GRAPH_INITIALIZER = 5;
-const GRAPH_NODE = 1;
-const NODE = { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 } as const;
-const TENSOR = { dims: 1, dataType: 2, int32Data: 5, name: 8, rawData: 9, externalData: 13, dataLocation: 14 } as const;
-const ATTR = { name: 1, i: 3, ints: 8, type: 20 } as const;
-const ATTR_INT = 2;
-const ATTR_INTS = 7;
-const DT = { float: 1, uint8: 2, int8: 3, int32: 6, int64: 7 } as const;
+const { GRAPH, NODE, TENSOR, ATTRIBUTE, ATTRIBUTE_TYPE, DATA_TYPE } = ONNX;
 const MASK_INPUT = "attention_mask";
 
 /** A constant tensor read from the file (small: weights of one MatMul, a zero point). */
@@ -90,7 +83,7 @@ export function planRowwise(g: GraphSummary): QuantPlan[] | string {
 function readInitializers(r: FileReader, g: GraphSummary, names: ReadonlySet<string>, dir: string): Map<string, ConstTensor> {
   const found = new Map<string, ConstTensor>();
   eachField(r, g.graph.from, g.graph.to, (field, from, to) => {
-    if (field !== GRAPH_INITIALIZER) return;
+    if (field !== GRAPH.initializer) return;
     let name = "";
     eachField(r, from, to, (t, tFrom, tTo) => {
       if (t === TENSOR.name) name = r.bytes(tFrom, tTo - tFrom).toString("utf8");
@@ -129,7 +122,7 @@ function repeatedInts(fields: readonly Field[], field: number): number[] {
 function decodeTensor(fields: readonly Field[], dir: string, name: string): ConstTensor {
   const dims = repeatedInts(fields, TENSOR.dims);
   const dataType = fields.find((f) => f.field === TENSOR.dataType)?.value ?? 0;
-  if (dataType !== DT.int8 && dataType !== DT.uint8) throw new Error(`initializer ${name} is not int8 or uint8 (data type ${dataType})`);
+  if (dataType !== DATA_TYPE.int8 && dataType !== DATA_TYPE.uint8) throw new Error(`initializer ${name} is not int8 or uint8 (data type ${dataType})`);
   const count = dims.reduce((a, b) => a * b, 1);
   const raw = fields.find((f) => f.field === TENSOR.rawData && f.wire === 2);
   let data: Uint8Array;
@@ -160,7 +153,7 @@ function decodeTensor(fields: readonly Field[], dir: string, name: string): Cons
 export function weightColumnSums(w: ConstTensor, zp: ConstTensor | null): Uint8Array {
   if (w.dims.length !== 2) throw new Error(`a ${w.dims.length}-D weight (2-D expected)`);
   const [k, n] = w.dims as [number, number];
-  const value = (t: ConstTensor, i: number) => (t.dataType === DT.int8 ? (t.data[i]! << 24) >> 24 : t.data[i]!);
+  const value = (t: ConstTensor, i: number) => (t.dataType === DATA_TYPE.int8 ? (t.data[i]! << 24) >> 24 : t.data[i]!);
   const zpCount = zp ? zp.data.length : 0;
   if (zp && zpCount !== 1 && zpCount !== n) throw new Error(`a weight zero point of ${zpCount} values for ${n} columns`);
   const sums = new Int32Array(n);
@@ -183,7 +176,7 @@ class Emitter {
     return `${this.prefix}/${s}`;
   }
   node(opType: string, inputs: readonly string[], outputs: readonly string[], attrs: (w: Writer) => void = () => {}): void {
-    this.nodes.msg(GRAPH_NODE, (n) => {
+    this.nodes.msg(GRAPH.node, (n) => {
       for (const i of inputs) n.str(NODE.input, i);
       for (const o of outputs) n.str(NODE.output, o);
       n.str(NODE.name, this.name(`${opType}_${this.count++}`)).str(NODE.opType, opType);
@@ -191,18 +184,18 @@ class Emitter {
     });
   }
   intAttr(w: Writer, name: string, v: number): void {
-    w.msg(NODE.attribute, (a) => a.str(ATTR.name, name).int(ATTR.i, v).int(ATTR.type, ATTR_INT));
+    w.msg(NODE.attribute, (a) => a.str(ATTRIBUTE.name, name).int(ATTRIBUTE.i, v).int(ATTRIBUTE.type, ATTRIBUTE_TYPE.int));
   }
   /** ReduceMin / ReduceMax over axes 1 and 2, dims kept (axes an input from opset 18). */
   reduce(op: "ReduceMin" | "ReduceMax", input: string, output: string): void {
     if (this.opset >= 18) this.node(op, [input, this.name("axes12")], [output], (w) => this.intAttr(w, "keepdims", 1));
     else this.node(op, [input], [output], (w) => {
-      w.msg(NODE.attribute, (a) => a.str(ATTR.name, "axes").int(ATTR.ints, 1).int(ATTR.ints, 2).int(ATTR.type, ATTR_INTS));
+      w.msg(NODE.attribute, (a) => a.str(ATTRIBUTE.name, "axes").int(ATTRIBUTE.ints, 1).int(ATTRIBUTE.ints, 2).int(ATTRIBUTE.type, ATTRIBUTE_TYPE.ints));
       this.intAttr(w, "keepdims", 1);
     });
   }
   tensor(name: string, dataType: number, dims: readonly number[], raw: Uint8Array): void {
-    this.inits.msg(GRAPH_INITIALIZER, (t) => {
+    this.inits.msg(GRAPH.initializer, (t) => {
       for (const d of dims) t.int(TENSOR.dims, d);
       t.int(TENSOR.dataType, dataType).str(TENSOR.name, name).raw(TENSOR.rawData, raw);
     });
@@ -210,10 +203,10 @@ class Emitter {
   int64s(name: string, values: readonly number[]): void {
     const raw = new Uint8Array(8 * values.length);
     values.forEach((v, i) => new DataView(raw.buffer).setBigInt64(8 * i, BigInt(v), true));
-    this.tensor(name, DT.int64, [values.length], raw);
+    this.tensor(name, DATA_TYPE.int64, [values.length], raw);
   }
   float(name: string, value: number): void {
-    this.tensor(name, DT.float, [], new Uint8Array(Float32Array.of(value).buffer));
+    this.tensor(name, DATA_TYPE.float, [], new Uint8Array(Float32Array.of(value).buffer));
   }
 }
 
@@ -275,7 +268,7 @@ export function rowwiseQuantGraph(source: string, externalDataDir?: string, mode
     e.node("Shape", [MASK_INPUT], [n("mask_shape")]);
     e.node("Concat", [n("mask_shape"), n("minus_one")], [n("shape_bt_")], (w) => e.intAttr(w, "axis", 0));
     e.node("Concat", [n("mask_shape"), n("one")], [n("shape_bt1")], (w) => e.intAttr(w, "axis", 0));
-    e.node("Cast", [MASK_INPUT], [n("mask_float")], (w) => e.intAttr(w, "to", DT.float));
+    e.node("Cast", [MASK_INPUT], [n("mask_float")], (w) => e.intAttr(w, "to", DATA_TYPE.float));
     e.node("Reshape", [n("mask_float"), n("shape_bt1")], [n("mask")]);
     const shared = e.nodes.bytes.splice(0);
     const replaced: Replacement[] = [];
@@ -298,7 +291,7 @@ export function rowwiseQuantGraph(source: string, externalDataDir?: string, mode
       e.node("Min", [q("zp_initial"), n("f255")], [q("zp_below")]);
       e.node("Max", [q("zp_below"), n("f0")], [q("zp_clamped")]);
       e.node("Round", [q("zp_clamped")], [q("zp_float")]);
-      e.node("Cast", [q("zp_float")], [q("zp_u8")], (w) => e.intAttr(w, "to", DT.uint8));
+      e.node("Cast", [q("zp_float")], [q("zp_u8")], (w) => e.intAttr(w, "to", DATA_TYPE.uint8));
       e.node("Reshape", [q("scale"), n("minus_one")], [q("scale_b")]);
       e.node("Reshape", [q("zp_u8"), n("minus_one")], [q("zp_b")]);
       e.node("QuantizeLinear", [q("x3"), q("scale_b"), q("zp_b")], [q("y3")], (w) => e.intAttr(w, "axis", 0));
@@ -309,14 +302,14 @@ export function rowwiseQuantGraph(source: string, externalDataDir?: string, mode
       e.node("Concat", [q("lead"), n("one")], [q("lead1")], (w) => e.intAttr(w, "axis", 0));
       e.node("Expand", [q("scale"), n("shape_bt1")], [q("scale_bt1")]);
       e.node("Reshape", [q("scale_bt1"), q("lead1")], [scale]);
-      e.node("Cast", [q("zp_float")], [q("zp_i32")], (w) => e.intAttr(w, "to", DT.int32));
+      e.node("Cast", [q("zp_float")], [q("zp_i32")], (w) => e.intAttr(w, "to", DATA_TYPE.int32));
       replaced.push({ start: p.dql.start, end: p.dql.end, bytes: Uint8Array.from(e.nodes.bytes.splice(0)) });
       p.matmuls.forEach((m, j) => {
         const o = (s: string) => q(`${j}/${s}`);
         const w = tensors.get(m.inputs[1]!)!;
         const wzp = m.inputs[3] ? tensors.get(m.inputs[3])! : null;
         const sums = weightColumnSums(w, wzp);
-        e.tensor(o("colsum"), DT.int32, [w.dims[1]!], sums);
+        e.tensor(o("colsum"), DATA_TYPE.int32, [w.dims[1]!], sums);
         // zp[B, 1, 1] * colsum is [B, 1, N]: subtracted from the product seen as [B, T, N] (Reshape aliases the buffer).
         e.node("MatMulInteger", [y, m.inputs[1]!, "", ...(m.inputs[3] ? [m.inputs[3]] : [])], [o("product")]);
         e.node("Mul", [q("zp_i32"), o("colsum")], [o("zp_product")]);

@@ -7,16 +7,11 @@
 // external data is read from the export's folder (SessionSettings.externalDataDir).
 import { closeSync, fstatSync, openSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { FileReader, copyRange, eachField, fieldsOf, stringsOf, varintBytes, type Field } from "./protobuf";
+import { FileReader, ONNX, copyRange, eachField, fieldsOf, stringsOf, varintBytes, type Field } from "./protobuf";
 import { scratchFolder, type Removable } from "./scratch";
 
 // onnx.proto3 field numbers.
-const MODEL_GRAPH = 7;
-const GRAPH = { node: 1, initializer: 5, input: 11, output: 12, valueInfo: 13, sparseInitializer: 15 } as const;
-const NODE = { input: 1, output: 2, attribute: 5 } as const;
-const ATTRIBUTE = { graph: 6, graphs: 11 } as const;
-const TENSOR_NAME = 8;
-const VALUE_INFO_NAME = 1;
+const { MODEL, GRAPH, NODE, ATTRIBUTE, TENSOR, VALUE_INFO } = ONNX;
 
 /** A record of the graph: its field, byte range (tag included), the names it makes or is, the names it reads. */
 interface GraphRecord { field: number; start: number; end: number; names: string[]; reads: string[] }
@@ -45,7 +40,7 @@ export function pruneOnnxGraph(path: string, outputs: readonly string[], outPath
     const size = fstatSync(fd).size;
     let graph: { tagStart: number; from: number; to: number } | null = null;
     eachField(r, 0, size, (field, from, to, tagStart) => {
-      if (field === MODEL_GRAPH) graph = { tagStart, from, to };
+      if (field === MODEL.graph) graph = { tagStart, from, to };
     });
     if (!graph) throw new Error("no graph");
     const { tagStart, from, to } = graph as { tagStart: number; from: number; to: number };
@@ -64,10 +59,10 @@ export function pruneOnnxGraph(path: string, outputs: readonly string[], outPath
       } else if (field === GRAPH.initializer) {
         // Inline weights: read only the name.
         eachField(r, fFrom, fTo, (t, tFrom, tTo) => {
-          if (t === TENSOR_NAME) rec.names = [r.bytes(tFrom, tTo - tFrom).toString("utf8")];
+          if (t === TENSOR.name) rec.names = [r.bytes(tFrom, tTo - tFrom).toString("utf8")];
         });
       } else if (field === GRAPH.input || field === GRAPH.output || field === GRAPH.valueInfo) {
-        rec.names = stringsOf(fieldsOf(r.bytes(fFrom, fTo - fFrom)), VALUE_INFO_NAME).slice(0, 1);
+        rec.names = stringsOf(fieldsOf(r.bytes(fFrom, fTo - fFrom)), VALUE_INFO.name).slice(0, 1);
       }
       records.push(rec);
     });
@@ -102,7 +97,7 @@ export function pruneOnnxGraph(path: string, outputs: readonly string[], outPath
     const out = openSync(outPath, "w");
     try {
       copyRange(fd, out, 0, tagStart);
-      writeSync(out, Uint8Array.from([...varintBytes(MODEL_GRAPH * 8 + 2), ...varintBytes(bodyLength)]));
+      writeSync(out, Uint8Array.from([...varintBytes(MODEL.graph * 8 + 2), ...varintBytes(bodyLength)]));
       for (const x of kept) copyRange(fd, out, x.start, x.end);
       copyRange(fd, out, to, size);
     } finally {
