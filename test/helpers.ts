@@ -1,6 +1,8 @@
 // Shared test helpers: fixture paths, reference files, and an in-process server on a free loopback port.
 import { expect } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { buildConfig } from "../src/config";
 import { configureLog } from "../src/log";
 import type { HubSettings } from "../src/model/resolve";
@@ -11,6 +13,17 @@ export const FIXTURES = join(ROOT, "test", "fixtures", "models");
 export const REFERENCE = join(ROOT, "test", "fixtures", "reference");
 export const fixture = (name: string) => join(FIXTURES, name);
 export const reference = async (name: string) => Bun.file(join(REFERENCE, `${name}.json`)).json();
+/** The published tokenizers beside the checkout (tests that read them skip without it). */
+export const SHARED_TOKENIZERS = join(ROOT, "..", "shared", "tokenizers");
+
+/** tokenizer.json text of a name: models/<fixture> or shared/<file> (gzip when .gz), or null when absent. */
+export function tokenizerText(name: string): string | null {
+  const [where, file] = name.split("/", 2) as [string, string];
+  const path = where === "models" ? join(FIXTURES, file, "tokenizer.json") : join(SHARED_TOKENIZERS, file);
+  if (!existsSync(path)) return null;
+  const raw = readFileSync(path);
+  return (path.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
+}
 
 configureLog((process.env.TEST_LOG_LEVEL as "debug" | undefined) ?? "error", "text");
 

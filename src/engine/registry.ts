@@ -902,7 +902,7 @@ export class Registry {
       // A worker round trip costs more than tokenizing a few short texts, so small requests stay here.
       let chars = 0;
       for (let i = 0; i < texts.length; i++) chars += texts[i]!.length + (firsts ? firsts[i]!.length : 0);
-      const opts = options?.direction || options?.exactLengths ? { direction: options.direction, exactLengths: options.exactLengths } : undefined;
+      const opts = options?.direction ? { direction: options.direction } : undefined;
       if (chars > INLINE_TOKENIZE_CHARS) return this.pool.encode(key, texts, firsts, opts);
       return encoder.encodeBatch(texts, firsts, opts);
     };

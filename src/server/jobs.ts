@@ -13,7 +13,7 @@ import { colbertInput, documentChunks, maxSim, MULTIVECTOR_CODEC, type InputType
 import { sparseDot, sparseKind, SPARSE_CODEC, type SparseVector } from "../tasks/sparse";
 import type { QuantizationRanges } from "../tasks/quantize";
 import { rankResults, type RerankItem } from "../tasks/rerank";
-import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
+import { fullLengthText, wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
 import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";
 import { checkCount, checkText, checkTexts } from "./validate";
 
@@ -74,13 +74,16 @@ export function lookupModel(ctx: ServerContext, name: string | undefined, capabi
   return ctx.registry.lookup(name, capability, undefined, signal);
 }
 
-/** With truncate false, the first input that does not fit is a 413 naming it and its token count. */
+/**
+ * With truncate false, the first input that does not fit is a 413 naming it and its token count: exact, or "at
+ * least" that many when the input was cut before it was tokenized to its end (Encoded.fullLengthAtLeast).
+ */
 function refuseTooLong(model: ServedModel, encoded: readonly Encoded[], field: InputField): void {
   const i = encoded.findIndex(wasTruncated);
   if (i < 0) return;
   const param = paramOf(field, i);
   throw new InputTooLong(
-    `\`${param}\` has ${encoded[i]!.fullLength} tokens; model "${model.name}" takes at most ${model.layout.maxLength} (allow truncation to have it cut)`,
+    `\`${param}\` has ${fullLengthText(encoded[i]!)} tokens; model "${model.name}" takes at most ${model.layout.maxLength} (allow truncation to have it cut)`,
     param,
   );
 }
@@ -88,8 +91,9 @@ function refuseTooLong(model: ServedModel, encoded: readonly Encoded[], field: I
 type Submit<R> = (inputs: Encoded[], signal: AbortSignal, indices: number[]) => Promise<{ results: R[]; queueMs: number; inferenceMs: number; tokens?: number[] }>;
 
 /**
- * Runs a job's inputs through the result cache and the engine. With truncate false every input is tokenized first
- * (exactly), so a too-long one is refused even when an earlier, truncated result is cached.
+ * Runs a job's inputs through the result cache and the engine. With truncate false every input is tokenized first,
+ * so a too-long one is refused even when an earlier, truncated result is cached; inputs that fit were tokenized
+ * whole (nothing is cut from a text that fits) and are run as they are.
  */
 async function cachedRun<R>(
   ctx: ServerContext,
@@ -109,7 +113,7 @@ async function cachedRun<R>(
   const all = keys.map((_, i) => i);
   let pre: Encoded[] | null = null;
   if (!t.truncate) {
-    pre = await encode(all, { direction: t.direction, exactLengths: true });
+    pre = await encode(all, { direction: t.direction });
     refuseTooLong(model, pre, field);
   }
   const truncated: number[] = [];
@@ -424,7 +428,7 @@ export async function runEmbedAll(ctx: ServerContext, job: EmbedAllJob, signal: 
   const engine = found.tokens;
   const { encode, keys } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType });
   const t = job.truncation;
-  const encoded = await encode(keys.map((_, i) => i), { direction: t.direction, exactLengths: !t.truncate });
+  const encoded = await encode(keys.map((_, i) => i), { direction: t.direction });
   if (!t.truncate) refuseTooLong(model, encoded, job.field);
   let vectors = 0;
   for (const e of encoded) vectors += e.ids.length;
@@ -492,7 +496,7 @@ export async function runRerank(ctx: ServerContext, job: RerankJob, signal: Abor
   );
   const docs = job.documents;
   const encode = (indices: number[], options: EncodeOptions) =>
-    model.encode(indices.map((i) => docs[i]!), indices.map(() => job.query), { exactLengths: options.exactLengths, ...(instruction !== undefined ? { instruction } : {}) });
+    model.encode(indices.map((i) => docs[i]!), indices.map(() => job.query), instruction !== undefined ? { instruction } : {});
   const { results, report } = await cachedRun(ctx, model, keys, SCORE_CODEC, encode, job.truncation, { name: job.field, single: false }, signal);
   return { model, ranked: rankResults(results, job.topN, job.rawScores), ...report };
 }
@@ -529,7 +533,7 @@ export async function runClassify(ctx: ServerContext, job: ClassifyJob, signal: 
     const [a, b] = await Promise.all([
       singles.length ? model.encode(singles.map((i) => job.inputs[i] as string), undefined, options) : [],
       pairs.length
-        ? model.encode(pairs.map((i) => (job.inputs[i] as [string, string])[1]), pairs.map((i) => (job.inputs[i] as [string, string])[0]), { exactLengths: options.exactLengths })
+        ? model.encode(pairs.map((i) => (job.inputs[i] as [string, string])[1]), pairs.map((i) => (job.inputs[i] as [string, string])[0]))
         : [],
     ]);
     const byIndex = new Map<number, Encoded>();

@@ -8,7 +8,7 @@ import type { Feed, ModelSession } from "../model/session";
 import { textFeeds } from "../model/session";
 import type { Runner } from "../engine/engine";
 import { featureBatches, type BatchInput, type FeatureBatch } from "../engine/inputs";
-import type { Encoded } from "../tokenize/encode";
+import { fullLengthText, type Encoded } from "../tokenize/encode";
 import { InputTooLong, InvalidInput, ModelLoadError } from "../errors";
 import { MULTIVECTOR_OUTPUTS, readMultiVector, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "./multivector";
 
@@ -147,7 +147,7 @@ export function colpaliTextKind(inputType: string | undefined): "query" {
  */
 export function colpaliQueryInput(enc: Encoded, tokens: ColPaliTokens, maxLength: number, param: string): MultiVectorInput {
   if (enc.fullLength !== undefined) {
-    throw new InputTooLong(`\`${param}\` has ${enc.fullLength - tokens.before - tokens.after} tokens as a ColPali or ColModernVBERT query; the model takes at most ${maxLength - tokens.before - tokens.after}`, param);
+    throw new InputTooLong(`\`${param}\` has ${fullLengthText(enc, tokens.before + tokens.after)} tokens as a ColPali or ColModernVBERT query; the model takes at most ${maxLength - tokens.before - tokens.after}`, param);
   }
   const ids = enc.ids.subarray(tokens.before, enc.ids.length - tokens.after);
   const n = ids.length;

@@ -11,10 +11,12 @@ export interface Encoded {
   /** token_type_ids; null when every id is 0 (single sequences of most models). */
   typeIds: Int32Array | null;
   /**
-   * Set when the input was cut to fit: the tokens it had, special tokens included; exact when the encoding asked
-   * for exact lengths, else a lower bound (a long text is tokenized only as far as needed).
+   * Set when the input was cut to fit: the tokens it had, special tokens included; exact unless fullLengthAtLeast (a
+   * long text is tokenized only as far as needed, so it may have more).
    */
   fullLength?: number;
+  /** fullLength is a lower bound: the input was cut before it was tokenized to its end. */
+  fullLengthAtLeast?: true;
   /** The task adapter this input runs with (Jina v3 task_id); inputs of different tasks never share a batch. */
   taskId?: number;
 }
@@ -25,13 +27,20 @@ export type TruncationDirection = "right" | "left";
 export interface EncodeOptions {
   /** Single texts only: pairs are cut longest-first. */
   direction?: TruncationDirection;
-  /** Tokenize long inputs whole, so fullLength is exact (for errors that name it). */
-  exactLengths?: boolean;
 }
 
 /** Whether an encoding was cut to fit the model. */
 export function wasTruncated(e: Encoded): boolean {
   return e.fullLength !== undefined && e.fullLength > e.ids.length;
+}
+
+/**
+ * How many tokens an input had, for messages: "N", or "at least N" when fullLength is a lower bound; `less`
+ * (special tokens a message leaves out) is subtracted.
+ */
+export function fullLengthText(e: Encoded, less = 0): string {
+  const n = (e.fullLength ?? e.ids.length) - less;
+  return e.fullLengthAtLeast ? `at least ${n}` : `${n}`;
 }
 
 /** One token as TEI's /tokenize reports it. */
@@ -178,7 +187,7 @@ export class Encoder {
     }
     if (whole.length > 0) {
       const encodings = await this.tokenizer.encodeBatch(whole, CONTENT_ONLY);
-      for (let j = 0; j < encodings.length; j++) out[wholeAt[j]!] = content(encodings[j]!, words);
+      for (let j = 0; j < encodings.length; j++) out[wholeAt[j]!] = content(encodings[j]!, words, "whole");
     }
     await Promise.all(cut);
     return out;
@@ -188,13 +197,14 @@ export class Encoder {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
       const at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar) : -1;
-      if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord && !words && Number.isFinite(need)) {
-        // No cut point soon after `from`: a long word. Pairs count whole words (countedLength), so only single texts.
-        const inside = await this.wordPrefix(text, need, cuts.inWord);
+      if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord && Number.isFinite(need)) {
+        // No cut point soon after `from`: a long word. For pairs the last word's count is then a lower bound
+        // (countedLength), which decides most pairs (pairLengths); the others are tokenized further (encodeBatch).
+        const inside = await this.wordPrefix(text, need, cuts.inWord, words);
         if (inside) return inside;
       }
       const part = at < 0 ? text : text.slice(0, at);
-      const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), words);
+      const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), words, at < 0 ? "whole" : "word end");
       if (at < 0 || c.ids.length >= need) return c;
       from = at * 4;
     }
@@ -210,7 +220,7 @@ export class Encoder {
         if (inside) return inside;
       }
       const part = at < 0 ? text : text.slice(at);
-      const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), false);
+      const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), false, at < 0 ? "whole" : "word end");
       if (at < 0 || c.ids.length >= need) return c;
       from = text.length - (text.length - at) * 4;
     }
@@ -221,22 +231,25 @@ export class Encoder {
    * whole words, tokenized by the model with the suffix, and the last one is unfinished, tokenized without it
    * (InWordPolicy): the same pre-tokens (word ids) in both encodings, so each part is taken from its own.
    */
-  private async prefixTokens(parts: string[], policy: InWordPolicy): Promise<{ ids: number[][]; offsets: number[][][] }> {
+  private async prefixTokens(parts: string[], policy: InWordPolicy): Promise<{ ids: number[][]; offsets: number[][][]; words: WordIds[] }> {
     const open = await this.prefixTokenizer.encodeBatch(parts, CONTENT_ONLY);
-    if (!policy.endOfWordSuffix) return { ids: open.map((e) => e.getIds()), offsets: open.map((e) => e.getOffsets()) };
+    if (!policy.endOfWordSuffix) return { ids: open.map((e) => e.getIds()), offsets: open.map((e) => e.getOffsets()), words: open.map((e) => e.getWordIds()) };
     const closed = await this.tokenizer.encodeBatch(parts, CONTENT_ONLY);
     const ids: number[][] = [];
     const offsets: number[][][] = [];
+    const words: WordIds[] = [];
     for (let j = 0; j < parts.length; j++) {
       const openWords = open[j]!.getWordIds();
+      const closedWords = closed[j]!.getWordIds();
       const last = openWords[openWords.length - 1];
-      const a = closed[j]!.getWordIds().findIndex((w) => w === last);
+      const a = closedWords.findIndex((w) => w === last);
       const b = openWords.findIndex((w) => w === last);
-      if (last === null || last === undefined || a < 0 || b < 0) return { ids: [[]], offsets: [[]] };
+      if (last === null || last === undefined || a < 0 || b < 0) return { ids: [[]], offsets: [[]], words: [[]] };
       ids.push([...closed[j]!.getIds().slice(0, a), ...open[j]!.getIds().slice(b)]);
       offsets.push([...closed[j]!.getOffsets().slice(0, a), ...open[j]!.getOffsets().slice(b)]);
+      words.push([...closedWords.slice(0, a), ...openWords.slice(b)]);
     }
-    return { ids, offsets };
+    return { ids, offsets, words };
   }
 
   /**
@@ -271,7 +284,7 @@ export class Encoder {
         })) break;
       }
       if (common === 0) return null;
-      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(ids[0]!.length - common)), words: null };
+      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(ids[0]!.length - common)), words: null, tokens: "some" };
       back = (text.length - win.ends[0]!) * 4;
       if (back * win.ends.length * 4 > text.length) return null;
     }
@@ -282,9 +295,11 @@ export class Encoder {
    * The first `need` or more content ids of a text from prefixes that end inside a word (prefix.ts, InWordPolicy):
    * the tokens that every prefix ending in a window begin with. Windows start after 4 characters per token needed
    * and move 4x further while too few tokens are common; null when no window is found, or when the next one would
-   * cost more than the whole text (which is then tokenized whole).
+   * cost more than the whole text (which is then tokenized whole). With `words`, the word ids of the tokens kept:
+   * the last of them lies inside the long word, whose count goes on past them (tokens "some": countedLength is then
+   * a lower bound).
    */
-  private async wordPrefix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
+  private async wordPrefix(text: string, need: number, policy: InWordPolicy, words = false): Promise<Content | null> {
     let from = Math.max(64, need * 4);
     while (from < text.length) {
       const forced = unknownCut(text, from, from * 2, policy, this.charKind);
@@ -294,7 +309,7 @@ export class Encoder {
         from *= 4;
         continue;
       }
-      const { ids, offsets } = await this.prefixTokens(win.ends.map((end) => text.slice(0, end)), policy);
+      const { ids, offsets, words: wordIds } = await this.prefixTokens(win.ends.map((end) => text.slice(0, end)), policy);
       let common = 0;
       for (;; common++) {
         const id = ids[0]![common];
@@ -305,7 +320,7 @@ export class Encoder {
       if (common === 0) return null;
       // a fused unknown token at the end may go on in the whole text
       while (common > 0 && policy.unknownId !== null && ids[0]![common - 1] === policy.unknownId) common--;
-      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(0, common)), words: null };
+      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(0, common)), words: words ? wordIds[0]!.slice(0, common) : null, tokens: "some" };
       const last = win.ends[win.ends.length - 1]!;
       from = last * 4;
       // Prefixes that never agree (a run of one letter under Unigram can shift its whole path with its length): stop
@@ -386,24 +401,49 @@ export class Encoder {
       const { prefix, suffix } = this.template.single;
       const room = this.maxLength - prefix.length - suffix.length;
       // One token past the room tells a text that fits from one that was cut (its first or last tokens).
-      const need = options.exactLengths ? Infinity : room + 1;
-      const contents = await this.contents(texts, need, false, options.direction ?? "right");
-      return contents.map((c) => this.single(c.ids, options.direction ?? "right"));
+      const contents = await this.contents(texts, room + 1, false, options.direction ?? "right");
+      return contents.map((c) => this.single(c, options.direction ?? "right"));
     }
     const t = this.template.pair;
     const budget = this.maxLength - t.prefix.length - t.middle.length - t.suffix.length;
     // Which side gets the odd token of a halved budget depends on the lengths the library compares, which are not
     // the full lengths: each sequence counts up to the end of the word (pre-token) in which its count reaches the
     // whole max length (measured with 0.23: all 60 fuzzed pairs per tokenizer agree, where full lengths agreed on
-    // 38-46), except around added tokens at that point (1-2 of 60 on 5 of 20 tokenizers). Counting that far is enough.
-    const both = await this.contents([...firsts, ...texts], options.exactLengths ? Infinity : this.maxLength, true);
+    // 38-46), except around added tokens at that point (1-2 of 60 on 5 of 20 tokenizers). Counting that far is enough,
+    // but for a member cut inside a long word (its count is then only a lower bound: pairLengths).
+    const both = await this.contents([...firsts, ...texts], this.maxLength, true);
     const n = texts.length;
     const out: Encoded[] = new Array(n);
-    for (let i = 0; i < n; i++) out[i] = this.pair(both[i]!, both[n + i]!, budget);
+    const undecided: Promise<void>[] = [];
+    for (let i = 0; i < n; i++) {
+      const lengths = pairLengths(both[i]!, both[n + i]!, this.maxLength, budget);
+      if (lengths) out[i] = this.pair(both[i]!, both[n + i]!, lengths);
+      else undecided.push(this.decidePair(firsts[i]!, texts[i]!, both[i]!, both[n + i]!, budget).then(([a, b, kept]) => void (out[i] = this.pair(a, b, kept))));
+    }
+    await Promise.all(undecided);
     return out;
   }
 
-  private single(body: Int32Array, direction: TruncationDirection): Encoded {
+  /**
+   * A pair whose counted lengths pairLengths cannot decide (a member cut inside a long word, whose count is a lower
+   * bound not above the other's exact count; or both cut inside long words, with an odd budget): the bounded member
+   * tokenized past the other's count where only one is bounded, else both whole (exact, as slow as the library).
+   */
+  private async decidePair(first: string, second: string, a: Content, b: Content, budget: number): Promise<[Content, Content, [number, number]]> {
+    const ca = countedLength(a, this.maxLength);
+    const cb = countedLength(b, this.maxLength);
+    if (ca && cb && ca.atLeast !== cb.atLeast) {
+      const [more] = await this.contents([ca.atLeast ? first : second], (ca.atLeast ? cb : ca).n + 1, true);
+      const [x, y] = ca.atLeast ? [more!, b] : [a, more!];
+      const lengths = pairLengths(x, y, this.maxLength, budget);
+      if (lengths) return [x, y, lengths];
+    }
+    const [x, y] = await this.contents([first, second], Infinity, true);
+    return [x!, y!, pairLengths(x!, y!, this.maxLength, budget)!];
+  }
+
+  private single(c: Content, direction: TruncationDirection): Encoded {
+    const body = c.ids;
     const { prefix, suffix } = this.template.single;
     const keep = Math.min(body.length, this.maxLength - prefix.length - suffix.length);
     const ids = new Int32Array(prefix.length + keep + suffix.length);
@@ -411,14 +451,15 @@ export class Encoder {
     ids.set(direction === "left" ? body.subarray(body.length - keep) : body.subarray(0, keep), prefix.length);
     ids.set(suffix, prefix.length + keep);
     const full = prefix.length + body.length + suffix.length;
-    return full > ids.length ? { ids, typeIds: null, fullLength: full } : { ids, typeIds: null };
+    if (full <= ids.length) return { ids, typeIds: null };
+    return c.tokens === "whole" ? { ids, typeIds: null, fullLength: full } : { ids, typeIds: null, fullLength: full, fullLengthAtLeast: true };
   }
 
-  private pair(first: Content, second: Content, budget: number): Encoded {
+  /** A pair with its members' kept lengths (pairLengths). */
+  private pair(first: Content, second: Content, [na, nb]: [number, number]): Encoded {
     const t = this.template.pair;
     const a = first.ids;
     const b = second.ids;
-    const [na, nb] = longestFirst(countedLength(first, this.maxLength), countedLength(second, this.maxLength), budget);
     const total = t.prefix.length + na + t.middle.length + nb + t.suffix.length;
     const ids = new Int32Array(total);
     const typeIds = new Int32Array(total);
@@ -435,7 +476,8 @@ export class Encoder {
     put(b, nb, t.secondType);
     put(t.suffix, t.suffix.length, t.suffixTypes);
     const full = t.prefix.length + a.length + t.middle.length + b.length + t.suffix.length;
-    return full > total ? { ids, typeIds, fullLength: full } : { ids, typeIds };
+    if (full <= total) return { ids, typeIds };
+    return first.tokens === "whole" && second.tokens === "whole" ? { ids, typeIds, fullLength: full } : { ids, typeIds, fullLength: full, fullLengthAtLeast: true };
   }
   /**
    * Every token of a text (not truncated) with its string, whether the post-processor added it, and its UTF-8 byte
@@ -477,23 +519,68 @@ function codePoints(s: string): number {
   return n;
 }
 
-/** Content ids of a text and, for pairs, the word (pre-token) each came from (null for added tokens). */
+type WordIds = Array<number | null | undefined>;
+
+/**
+ * Content ids of a text and, for pairs, the word (pre-token) each came from (null for added tokens). `tokens`: what
+ * the ids are of the text's tokens: "whole", all of them; "word end", the first ones up to a word boundary of the
+ * whole text (a cut); "some" (or absent), the first or last ones, possibly ending inside a word that goes on (an
+ * in-word window): counts reaching their end are lower bounds.
+ */
 interface Content {
   ids: Int32Array;
-  words: Array<number | null | undefined> | null;
+  words: WordIds | null;
+  tokens?: "whole" | "word end" | "some";
 }
 
-function content(encoding: Encoding, words: boolean): Content {
-  return { ids: Int32Array.from(encoding.getIds()), words: words ? encoding.getWordIds() : null };
+function content(encoding: Encoding, words: boolean, tokens: "whole" | "word end"): Content {
+  return { ids: Int32Array.from(encoding.getIds()), words: words ? encoding.getWordIds() : null, tokens };
 }
 
-/** The length the Rust library compares for longest-first: tokens up to the end of the word holding the max-th. */
-function countedLength(c: Content, max: number): number {
+/** A length the library compares, or (atLeast) a lower bound of it. */
+export interface Counted {
+  n: number;
+  atLeast: boolean;
+}
+
+/**
+ * The length the Rust library compares for longest-first: tokens up to the end of the word holding the max-th; a
+ * lower bound (atLeast) when that word goes on past the ids held (cut inside it), null when the content cannot tell
+ * (no word ids, or fewer ids than `max` of a text not held whole).
+ */
+function countedLength(c: Content, max: number): Counted | null {
   const n = c.ids.length;
-  if (n <= max || !c.words) return Math.min(n, max);
+  if (n <= max && c.tokens === "whole") return { n, atLeast: false };
+  if (n < max || !c.words) return null;
   let k = max - 1;
   while (k + 1 < n && c.words[k + 1] !== null && c.words[k + 1] !== undefined && c.words[k + 1] === c.words[k]) k++;
-  return k + 1;
+  return k + 1 < n || c.tokens === "whole" || c.tokens === "word end" ? { n: k + 1, atLeast: false } : { n, atLeast: true };
+}
+
+/** The kept lengths of a pair's members (longestFirst of their counted lengths), or null when bounds leave it open. */
+function pairLengths(a: Content, b: Content, max: number, budget: number): [number, number] | null {
+  const ca = countedLength(a, max);
+  const cb = countedLength(b, max);
+  return ca && cb ? longestFirstBounded(ca, cb, budget) : null;
+}
+
+/**
+ * longestFirst when either length may be a lower bound (the true value any number at least `n`): the kept lengths
+ * when every value the bounds allow gives the same, else null. longestFirst keeps the shorter member's length
+ * (or half the budget) and gives the rest to the longer one, so it needs only which member is longer and the shorter
+ * one's value, and when both are over the budget (halves) only which is longer, for the odd token of an odd budget.
+ * A bound over the budget (a member cut inside a long word holds at least max length > budget tokens) above the
+ * other's exact value says which is longer.
+ */
+export function longestFirstBounded(a: Counted, b: Counted, budget: number): [number, number] | null {
+  if (!a.atLeast && !b.atLeast) return longestFirst(a.n, b.n, budget);
+  if ((a.atLeast && a.n <= budget) || (b.atLeast && b.n <= budget)) return null;
+  // one exact below the other's bound (the first one at it too: ties keep the first as the shorter): the bounded
+  // one is the longer whatever its value
+  if (!a.atLeast && a.n <= b.n) return longestFirst(a.n, b.n, budget);
+  if (!b.atLeast && b.n < a.n) return longestFirst(a.n, b.n, budget);
+  // both over the budget (halves): which is longer is open, and matters only for an odd budget's odd token
+  return budget % 2 === 0 ? [budget / 2, budget / 2] : null;
 }
 
 /** Largest id of the model's vocabulary and the added tokens (read off the JSON: the binding's getVocab is slow). */

@@ -51,7 +51,7 @@ export class TokenizerPool {
         this.workers.sendToLeastBusy(msg, end - start).then((r) => {
           if (!r.ok) throw new Error(r.error);
           if (!r.ids) throw new Error("tokenizer worker answered without ids");
-          return unpack(r.ids, r.typeIds, r.offsets, r.fullLengths);
+          return unpack(r.ids, r.typeIds, r.offsets, r.fullLengths, r.atLeast);
         }),
       );
     }
@@ -63,13 +63,14 @@ export class TokenizerPool {
   }
 }
 
-function unpack(ids: Int32Array, typeIds: Int32Array | null, offsets: Int32Array, fullLengths: Int32Array): Encoded[] {
+function unpack(ids: Int32Array, typeIds: Int32Array | null, offsets: Int32Array, fullLengths: Int32Array, atLeast: Uint8Array): Encoded[] {
   const out: Encoded[] = new Array(offsets.length - 1);
   for (let i = 0; i < out.length; i++) {
     const a = offsets[i]!;
     const b = offsets[i + 1]!;
     out[i] = { ids: ids.subarray(a, b), typeIds: typeIds ? typeIds.subarray(a, b) : null };
     if (fullLengths[i]! > b - a) out[i]!.fullLength = fullLengths[i]!;
+    if (fullLengths[i]! > b - a && atLeast[i] === 1) out[i]!.fullLengthAtLeast = true;
   }
   return out;
 }

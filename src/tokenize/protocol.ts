@@ -14,7 +14,10 @@ export type WorkerRequest =
     };
 
 export type WorkerResponse =
-  | { id: number; ok: true; ids?: undefined; typeIds?: undefined; offsets?: undefined; fullLengths?: undefined }
-  /** fullLengths[i]: input i's length before truncation (equal to its length when it was not cut). */
-  | { id: number; ok: true; ids: Int32Array; typeIds: Int32Array | null; offsets: Int32Array; fullLengths: Int32Array }
+  | { id: number; ok: true; ids?: undefined; typeIds?: undefined; offsets?: undefined; fullLengths?: undefined; atLeast?: undefined }
+  /**
+   * fullLengths[i]: input i's length before truncation (equal to its length when it was not cut); atLeast[i] 1 when
+   * that is a lower bound (Encoded.fullLengthAtLeast).
+   */
+  | { id: number; ok: true; ids: Int32Array; typeIds: Int32Array | null; offsets: Int32Array; fullLengths: Int32Array; atLeast: Uint8Array }
   | { id: number; ok: false; error: string };

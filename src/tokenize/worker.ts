@@ -32,16 +32,18 @@ async function handle(msg: WorkerRequest): Promise<WorkerResponse> {
   const typeIds = anyTypes ? new Int32Array(total) : null;
   const offsets = new Int32Array(n + 1);
   const fullLengths = new Int32Array(n);
+  const atLeast = new Uint8Array(n);
   let o = 0;
   for (let i = 0; i < n; i++) {
     const e = parts[i]!;
     fullLengths[i] = e.fullLength ?? e.ids.length;
+    if (e.fullLengthAtLeast) atLeast[i] = 1;
     ids.set(e.ids, o);
     if (typeIds && e.typeIds) typeIds.set(e.typeIds, o);
     o += e.ids.length;
     offsets[i + 1] = o;
   }
-  return { id: msg.id, ok: true, ids, typeIds, offsets, fullLengths };
+  return { id: msg.id, ok: true, ids, typeIds, offsets, fullLengths, atLeast };
 }
 
 self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
@@ -50,7 +52,7 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
     const res = await handle(msg);
     const transfer: ArrayBuffer[] = [];
     if (res.ok && res.ids) {
-      transfer.push(res.ids.buffer as ArrayBuffer, res.offsets!.buffer as ArrayBuffer, res.fullLengths!.buffer as ArrayBuffer);
+      transfer.push(res.ids.buffer as ArrayBuffer, res.offsets!.buffer as ArrayBuffer, res.fullLengths!.buffer as ArrayBuffer, res.atLeast!.buffer as ArrayBuffer);
       if (res.typeIds) transfer.push(res.typeIds.buffer as ArrayBuffer);
     }
     self.postMessage(res, transfer);

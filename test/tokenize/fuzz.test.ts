@@ -6,12 +6,11 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { Encoder, type Encoded } from "../../src/tokenize/encode";
 import { cutPolicy, wordPrefixWindow } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
-import { FIXTURES, REFERENCE, ROOT } from "../helpers";
+import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, tokenizerText } from "../helpers";
 import { letters } from "../../bench/workload";
 
 interface FuzzReference {
@@ -24,17 +23,8 @@ interface FuzzReference {
 }
 
 const REF: FuzzReference = JSON.parse(readFileSync(join(REFERENCE, "tokenizer-fuzz.json"), "utf8"));
-const SHARED = join(ROOT, "..", "shared", "tokenizers");
+const SHARED = SHARED_TOKENIZERS;
 const REGENERATE = "regenerate with: /root/fixture-venv/bin/python test/fixtures/generate/generate.py tokenizer-fuzz";
-
-/** tokenizer.json text of a reference name: models/<fixture> or shared/<file> (gzip when .gz). */
-function tokenizerText(name: string): string | null {
-  const [where, file] = name.split("/", 2) as [string, string];
-  const path = where === "models" ? join(FIXTURES, file, "tokenizer.json") : join(SHARED, file);
-  if (!existsSync(path)) return null;
-  const raw = readFileSync(path);
-  return (path.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
-}
 
 const fixtureNames = Object.keys(REF.names).filter((n) => n.startsWith("models/"));
 const sharedNames = Object.keys(REF.names).filter((n) => n.startsWith("shared/"));

@@ -1,0 +1,162 @@
+// Pairs whose member is one long word (a /rerank document or a pair classifier input without spaces): the member is
+// cut inside the word (in-word windows, src/tokenize/prefix.ts), so the length the library compares for
+// longest-first (tokens up to the end of the word holding the max-th: encode.ts, countedLength) is only known as a
+// lower bound. That decides the pair whenever the other member's count is exact and smaller (longestFirstBounded);
+// the others are tokenized further or whole. Against the Rust library's own truncation of the whole pair
+// (setTruncation(max, LongestFirst) on encode(first, second)): ids and token type ids.
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { Tokenizer } from "tokenizers";
+import { Encoder, longestFirst, longestFirstBounded, type Counted } from "../../src/tokenize/encode";
+import { cutPolicy } from "../../src/tokenize/prefix";
+import { SHARED_TOKENIZERS as SHARED, tokenizerText } from "../helpers";
+import { letters } from "../../bench/workload";
+
+
+describe("longest-first with lower bounds", () => {
+  test("decides exactly when every length the bounds allow gives the same kept lengths", () => {
+    const SPAN = 40;
+    let decided = 0;
+    for (let budget = 1; budget <= 15; budget++) {
+      for (let x = 0; x <= 30; x++) {
+        for (let y = 0; y <= 30; y++) {
+          for (const [ax, ay] of [[false, false], [false, true], [true, false], [true, true]] as const) {
+            const a: Counted = { n: x, atLeast: ax };
+            const b: Counted = { n: y, atLeast: ay };
+            const got = longestFirstBounded(a, b, budget);
+            // every outcome the bounds allow
+            const outcomes = new Set<string>();
+            for (let dx = 0; dx <= (ax ? SPAN : 0); dx++) for (let dy = 0; dy <= (ay ? SPAN : 0); dy++) outcomes.add(JSON.stringify(longestFirst(x + dx, y + dy, budget)));
+            const label = `budget ${budget}, ${x}${ax ? "+" : ""} / ${y}${ay ? "+" : ""}`;
+            if (got) {
+              decided++;
+              expect([label, [...outcomes]]).toEqual([label, [JSON.stringify(got)]]);
+            } else if (!((ax && x <= budget) || (ay && y <= budget))) {
+              // left open only where it is open (bounds over the budget: what a member cut inside a word gives)
+              expect([label, outcomes.size > 1]).toEqual([label, true]);
+            }
+          }
+        }
+      }
+    }
+    expect(decided).toBeGreaterThan(15 * 31 * 31);
+  });
+
+  test("the usual /rerank case: a short exact query and a long bounded document", () => {
+    expect(longestFirstBounded({ n: 10, atLeast: false }, { n: 600, atLeast: true }, 509)).toEqual([10, 499]);
+    expect(longestFirstBounded({ n: 600, atLeast: true }, { n: 254, atLeast: false }, 509)).toEqual([255, 254]);
+    expect(longestFirstBounded({ n: 255, atLeast: false }, { n: 600, atLeast: true }, 509)).toEqual([254, 255]);
+    // both bounded: halves; the odd token is open for an odd budget only
+    expect(longestFirstBounded({ n: 600, atLeast: true }, { n: 700, atLeast: true }, 508)).toEqual([254, 254]);
+    expect(longestFirstBounded({ n: 600, atLeast: true }, { n: 700, atLeast: true }, 509)).toBeNull();
+    // an exact count over the bound, or the second one at it: which is longer is open (ties keep the first shorter)
+    expect(longestFirstBounded({ n: 601, atLeast: false }, { n: 600, atLeast: true }, 509)).toBeNull();
+    expect(longestFirstBounded({ n: 600, atLeast: true }, { n: 600, atLeast: false }, 509)).toBeNull();
+    expect(longestFirstBounded({ n: 600, atLeast: false }, { n: 600, atLeast: true }, 509)).toEqual([254, 255]);
+  });
+});
+
+const rust = new Map<string, Tokenizer>();
+async function rustPair(name: string, maxLength: number, a: string, b: string) {
+  let t = rust.get(name);
+  if (!t) {
+    t = Tokenizer.fromString(tokenizerText(name)!);
+    t.disablePadding();
+    rust.set(name, t);
+  }
+  t.setTruncation(maxLength, { strategy: "LongestFirst" as never });
+  const e = await t.encode(a, b, { addSpecialTokens: true });
+  return { ids: e.getIds(), types: e.getTypeIds() };
+}
+
+/** Words ("hello", then "world", ...) making a text of exactly `tokens` content tokens where one is found. */
+async function wordsOf(name: string, tokens: number): Promise<string> {
+  const t = rust.get(name) ?? Tokenizer.fromString(tokenizerText(name)!);
+  rust.set(name, t);
+  t.disableTruncation();
+  const vocab = ["hello", "world", "the", "cat", "sat", "on", "mat"];
+  let text = "";
+  for (let i = 0; ; i++) {
+    const next = text + (i ? " " : "") + vocab[i % vocab.length];
+    if ((await t.encode(next, null, { addSpecialTokens: false })).getLength() > tokens) return text;
+    text = next;
+  }
+}
+
+// A long word is 17,000 characters here (past the 16,384 a text is tokenized whole below): the library's own pair
+// truncation builds every overflowing piece of both members (pieces of one x pieces of the other), which for two
+// such words takes seconds and gigabytes at small max lengths, so they stay this short and the max length real.
+const WORD = letters(17_000, "abcdefghijklmnopqrstuvwxyz", 1);
+const CYRILLIC = letters(17_000, "абвгдеёжзийклмнопрст", 3);
+
+async function checkPairs(name: string, maxLength: number): Promise<void> {
+  const encoder = await Encoder.create(JSON.parse(tokenizerText(name)!), {}, maxLength);
+  const specials = (await encoder.encodePair("a", "b")).ids.length - (await encoder.countContent("a")) - (await encoder.countContent("b"));
+  const half = Math.floor((maxLength - specials) / 2);
+  const others: string[] = ["what is this?"];
+  // the other member's length around where the odd token of a halved budget flips, and around the max length
+  for (const k of [half - 2, half - 1, half, half + 1, half + 2, maxLength - 2, maxLength + 1]) others.push(await wordsOf(name, k));
+  // words, then one long word: the max-th token in the long word, or before it
+  const firsts: string[] = [];
+  const seconds: string[] = [];
+  for (const other of others) {
+    firsts.push(other, WORD);
+    seconds.push(WORD, other);
+  }
+  // words then a long word; words past the max length, then one; a whole first member whose count (its max-th token
+  // in a word of 6,000 letters) is past the document's bound (the document is cut further); both members long words
+  // (the same first tokens, the first member longer: its window's count ties with the second's but the word is longer)
+  firsts.push("hello world ".repeat(20) + WORD, "hello world ".repeat(maxLength) + WORD, "hello ".repeat(maxLength - 20) + WORD.slice(0, 6000), WORD, WORD, WORD + WORD.slice(0, 3000));
+  seconds.push("what is this?", WORD, WORD, CYRILLIC, WORD + "x", WORD);
+  const got = await encoder.encodeBatch(seconds, firsts);
+  for (let i = 0; i < firsts.length; i++) {
+    const want = await rustPair(name, maxLength, firsts[i]!, seconds[i]!);
+    const label = `${name} max ${maxLength} pair ${i} (${firsts[i]!.length} / ${seconds[i]!.length} chars)`;
+    expect([label, Array.from(got[i]!.ids), Array.from(got[i]!.typeIds ?? new Int32Array(got[i]!.ids.length))]).toEqual([label, want.ids, want.types]);
+    // every one of these pairs is over the max length
+    expect([label, got[i]!.fullLength! > maxLength]).toEqual([label, true]);
+  }
+}
+
+const FIXTURE_KINDS = ["models/roberta-cls", "models/clip", "models/xlmr-max", "models/jina-v3", "models/deberta-rerank"];
+const SHARED_KINDS = ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json", "shared/t5-small.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"];
+
+describe("pairs with a long-word member: identical to the library's longest-first truncation", () => {
+  test("every kind here cuts inside words (in-word windows)", () => {
+    for (const name of [...FIXTURE_KINDS, ...SHARED_KINDS]) {
+      const text = tokenizerText(name);
+      if (text) expect([name, cutPolicy(JSON.parse(text))?.inWord?.model ?? null]).not.toEqual([name, null]);
+    }
+  });
+  // odd and even budgets (the odd token of halves)
+  for (const name of FIXTURE_KINDS) for (const max of [509, 512]) test(`${name}, max ${max}`, () => checkPairs(name, max));
+});
+
+describe.skipIf(!existsSync(SHARED))("pairs with a long-word member, real published tokenizers", () => {
+  for (const name of SHARED_KINDS) for (const max of [509, 512]) test(`${name}, max ${max}`, () => checkPairs(name, max));
+});
+
+// At the limit: a 1,000,000-character document without spaces with a short query, and with a query whose counted
+// length is past the document's bound (a word of 3,000 letters holds the max-th token: the document is then cut
+// further, not whole), against the library's truncation of the whole pair.
+describe.skipIf(!existsSync(SHARED))("a 1,000,000-character one-word document in a pair", () => {
+  for (const name of ["shared/roberta-base.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"]) {
+    test(name, async () => {
+      const encoder = await Encoder.create(JSON.parse(tokenizerText(name)!), {}, 512);
+      const doc = letters(1_000_000, "abcdefghijklmnopqrstuvwxyz", 1);
+      const longQuery = "hello world ".repeat(100) + letters(2_500, "abcdefghij", 2);
+      for (const query of ["what is this?", longQuery]) {
+        await encoder.encodePair(query, doc);
+        const t0 = performance.now();
+        const got = await encoder.encodePair(query, doc);
+        const t1 = performance.now();
+        const want = await rustPair(name, 512, query, doc);
+        const t2 = performance.now();
+        expect([name, query.length, Array.from(got.ids), Array.from(got.typeIds!)]).toEqual([name, query.length, want.ids, want.types]);
+        expect(got.fullLengthAtLeast).toBe(true);
+        // a fraction of the whole pair's time (load on a shared machine slows both alike)
+        expect([name, query.length, Math.round(t1 - t0), t1 - t0 < (t2 - t1) / 4]).toEqual([name, query.length, Math.round(t1 - t0), true]);
+      }
+    });
+  }
+});
