@@ -424,7 +424,10 @@ async function templateTokens(encoder: Encoder, t: RerankTemplate, maxLength: nu
       ids.set(prefix, 0);
       ids.set(e.ids, prefix.length);
       ids.set(suffix, prefix.length + e.ids.length);
-      return { ids, typeIds: null };
+      // a body cut to fit keeps its count (x-truncated-inputs, truncate false's 413)
+      if (e.fullLength === undefined) return { ids, typeIds: null };
+      const fullLength = prefix.length + e.fullLength + suffix.length;
+      return e.fullLengthAtLeast ? { ids, typeIds: null, fullLength, fullLengthAtLeast: true } : { ids, typeIds: null, fullLength };
     },
   };
 }

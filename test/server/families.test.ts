@@ -188,6 +188,17 @@ describe("LLM rerankers: Qwen3-Reranker prompt, left padding, score at the last 
     });
   }
 
+  test("qwen3-rerank: a too-long document is cut and reported, or refused with truncate false", async () => {
+    const long = "the quick brown fox jumps over the lazy dog ".repeat(40);
+    const cut = await rerank({ model: "qwen3-rerank", query: "q", documents: ["short", long] });
+    expect(cut.status).toBe(200);
+    expect(cut.headers.get("x-truncated-inputs")).toBe("1");
+    const refused = await rerank({ model: "qwen3-rerank", query: "q", documents: ["short", long], truncate: false });
+    expect(refused.status).toBe(413);
+    expect(refused.json.error.param).toBe("documents[1]");
+    expect(refused.json.error.message).toMatch(/^`documents\[1\]` has \d+ tokens; model "qwen3-rerank" takes at most \d+/);
+  });
+
   test("qwen3-rerank: a request's instruction replaces the default one in the prompt", async () => {
     const ref = await reference("qwen3-rerank");
     const c = ref.instruction_case;
