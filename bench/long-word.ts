@@ -6,7 +6,8 @@
 // (the server's on a second run: the first also fills per-character caches, shown as "first"). Reads the real
 // tokenizers in ../shared/tokenizers.
 //
-//   bun bench/long-word.ts [characters]       (default 1000000; needs a quiet machine for stable numbers)
+//   bun bench/long-word.ts [characters] [tokenizer...]   (default 1000000 and all five; e.g. `bun bench/long-word.ts
+//   1000000 t5-small xlm-roberta-unigram` for the Unigram rows; needs a quiet machine for stable numbers)
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -18,6 +19,7 @@ import { letters } from "./workload";
 const SHARED = join(import.meta.dir, "..", "..", "shared", "tokenizers");
 const FILES = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
 const N = Number(process.argv[2] ?? 1_000_000);
+const ONLY = process.argv.slice(3);
 
 function cjk(n: number): string {
   const out: string[] = new Array(n);
@@ -43,7 +45,7 @@ if (!existsSync(SHARED)) {
 }
 console.log(`| tokenizer | in-word cut | input (${N} chars) | cut | server ms (first) | whole + truncate ms | same ids |`);
 console.log("|---|---|---|---|---|---|---|");
-for (const file of FILES) {
+for (const file of FILES.filter((f) => ONLY.length === 0 || ONLY.includes(f.split(".")[0]!))) {
   const raw = readFileSync(join(SHARED, file));
   const text = (file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
   const encoder = await Encoder.create(JSON.parse(text), {}, 512);

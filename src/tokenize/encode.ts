@@ -4,7 +4,8 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding } from "tokenizers";
-import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenWordRuns, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, type CutPolicy, type InWordPolicy } from "./prefix";
+import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenWordRuns, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy } from "./prefix";
+import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
   ids: Int32Array;
@@ -202,6 +203,9 @@ export class Encoder {
         // (countedLength), which decides most pairs (pairLengths); the others are tokenized further (encodeBatch).
         const inside = await this.wordPrefix(text, need, cuts.inWord, words);
         if (inside) return inside;
+        // Unigram words whose prefixes never agree (one letter repeated): the model replicated on the whole word
+        const replicated = cuts.inWord.unigram ? await this.unigramPrefix(text, from, need, cuts.inWord) : null;
+        if (replicated) return replicated;
       }
       const part = at < 0 ? text : text.slice(0, at);
       const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), words, at < 0 ? "whole" : "word end");
@@ -218,6 +222,11 @@ export class Encoder {
       if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.suffixes && Number.isFinite(need)) {
         const inside = await this.wordSuffix(text, need, cuts.inWord);
         if (inside) return inside;
+      }
+      if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.unigram && Number.isFinite(need)) {
+        // a long Unigram word near the end: the model replicated on the whole word
+        const replicated = await this.unigramSuffix(text, from, need, cuts.inWord);
+        if (replicated) return replicated;
       }
       const part = at < 0 ? text : text.slice(at);
       const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), false, at < 0 ? "whole" : "word end");
@@ -328,6 +337,117 @@ export class Encoder {
       if (from * win.ends.length * 4 > text.length) return null;
     }
     return null;
+  }
+
+  /**
+   * How often the Unigram replica (unigram.ts) was checked against the binding on a long word: `same`, or `differ`
+   * (then the text was tokenized as before, whole where nothing else cuts it).
+   */
+  readonly wordPathChecks = { same: 0, differ: 0 };
+
+  /**
+   * The long word around `from` (from the U+0020 space before it, or the text's start, to the next one, or the
+   * end) as the Unigram pre-token the library builds, and its best path (unigram.ts); null where the replica does
+   * not apply (a character that is not a window character, the marker character, an added token spelled with the
+   * word's characters, an unknown node). `at[p]`: the UTF-16 index in the text of the pre-token's position p.
+   */
+  private unigramWord(text: string, from: number, policy: InWordPolicy): { start: number; end: number; path: WordPath; at: Int32Array } | null {
+    const { vocab, marker } = policy.unigram!;
+    const start = text.lastIndexOf(" ", from - 1) + 1;
+    let end = text.indexOf(" ", from);
+    if (end < 0) end = text.length;
+    if (end <= start) return null;
+    const markerCp = marker.marker === null ? -1 : marker.marker.codePointAt(0)!;
+    const withMarker = markerCp >= 0 && (start === 0 ? marker.atStart : marker.afterSpace);
+    const m = withMarker ? 1 : 0;
+    const symbols = new Int32Array(m + end - start);
+    const at = new Int32Array(m + end - start + 1);
+    const seen = (this.seen ??= new Int32Array(0x110000));
+    const symbolOf = (this.wordSymbols ??= new Int32Array(0x110000));
+    const stamp = ++this.seenStamp;
+    let n = 0;
+    at[0] = start;
+    if (withMarker) symbols[n++] = markerCp;
+    at[n] = start;
+    for (let i = start; i < end; ) {
+      const cp = text.codePointAt(i)!;
+      let v = symbolOf[cp]!;
+      if (v === 0) v = this.wordSymbolOf(cp, policy);
+      // cached as symbol + 1, -1 for none
+      if (v < 0 || v - 1 === markerCp) return null;
+      seen[cp] = stamp;
+      seen[v - 1] = stamp;
+      symbols[n++] = v - 1;
+      i += cp > 0xffff ? 2 : 1;
+      at[n] = i;
+    }
+    // added tokens are matched in the raw or the normalised text before the model
+    for (const t of policy.added) if (t.length > 0 && [...t].every((ch) => seen[ch.codePointAt(0)!] === stamp)) return null;
+    const path = unigramWordPath(symbols.subarray(0, n), vocab, withMarker ? markerCp : -1);
+    return path ? { start, end, path, at: at.subarray(0, n + 1) } : null;
+  }
+  private seen: Int32Array | null = null;
+  private seenStamp = 0;
+
+  /** Fills the cache of wordSymbol by code point (0 not yet known, -1 not a window character, else the symbol + 1). */
+  private wordSymbolOf(cp: number, policy: InWordPolicy): number {
+    const ch = String.fromCodePoint(cp);
+    const s = wordSymbol(ch, this.normalizeChar(ch), policy);
+    return (this.wordSymbols![cp] = s < 0 ? -1 : s + 1);
+  }
+  private wordSymbols: Int32Array | null = null;
+
+  /**
+   * The first `need` or more content ids of a text whose long Unigram word around `from` the replica covers: the
+   * binding tokenizes the text up to the end of the word path's `need`-th token (the tokens of a prefix ending at a
+   * boundary of the whole word's best path are the whole word's first ones: prefix.ts, InWordPolicy), and its last
+   * ids must be the replica's, else null.
+   */
+  private async unigramPrefix(text: string, from: number, need: number, policy: InWordPolicy): Promise<Content | null> {
+    const word = this.unigramWord(text, from, policy);
+    if (!word) return null;
+    const { ends, ids } = word.path;
+    // at least two tokens, so that the cut is past a lone marker token
+    const k = Math.max(need, 2);
+    if (ends.length <= k) return null;
+    const got = (await this.tokenizer.encode(text.slice(0, word.at[ends[k - 1]!]!), null, CONTENT_ONLY)).getIds();
+    if (!this.sameIds(got, got.length - k, ids, 0, k)) return null;
+    return { ids: Int32Array.from(got), words: null };
+  }
+
+  /**
+   * The last `need` or more content ids of a text whose last long word (around `from`) the replica covers: the
+   * word's whole path, then the binding's ids of the text after it (from the space after the word: a left cut,
+   * cutAtOrBefore). The binding tokenizes the word's first few hundred characters (to a boundary of the path, from
+   * the space before the word so that its marker is the whole text's) and must give the path's first ids, else null.
+   */
+  private async unigramSuffix(text: string, from: number, need: number, policy: InWordPolicy): Promise<Content | null> {
+    const word = this.unigramWord(text, from, policy);
+    if (!word) return null;
+    const { ends, ids } = word.path;
+    let k = 1;
+    while (k < ends.length && word.at[ends[k - 1]!]! - word.start < 256) k++;
+    const [check, after] = await Promise.all([
+      this.tokenizer.encode(text.slice(Math.max(0, word.start - 1), word.at[ends[k - 1]!]!), null, CONTENT_ONLY),
+      word.end < text.length ? this.tokenizer.encode(text.slice(word.end), null, CONTENT_ONLY) : null,
+    ]);
+    const got = check.getIds();
+    if (!this.sameIds(got, 0, ids, 0, k, got.length === k)) return null;
+    const tail = after ? after.getIds() : [];
+    if (ids.length + tail.length < need) return null;
+    const out = new Int32Array(ids.length + tail.length);
+    out.set(ids, 0);
+    out.set(tail, ids.length);
+    return { ids: out, words: null };
+  }
+
+  /** Whether a[i..i+n) equals b[j..j+n) (and `also` holds), counted in wordPathChecks. */
+  private sameIds(a: ArrayLike<number>, i: number, b: ArrayLike<number>, j: number, n: number, also = true): boolean {
+    let same = also && i >= 0;
+    for (let x = 0; same && x < n; x++) same = a[i + x] === b[j + x];
+    if (same) this.wordPathChecks.same++;
+    else this.wordPathChecks.differ++;
+    return same;
   }
 
   /** bertWordChar of a code point (cached: 0 not yet known, 1 yes, 2 no). */

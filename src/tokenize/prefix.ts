@@ -20,8 +20,11 @@
 // WordPiece turns a word longer than `max_input_chars_per_word` into one [UNK], so a run of word characters longer
 // than that gives the same token whatever its length: such runs are shortened before tokenizing (any script behind
 // BERT's pipeline, ASCII letters and digits behind the others). Inside one long word: InWordPolicy, and Unigram's
-// unknown characters (unknownTail, unknownCut).
+// unknown characters (unknownTail, unknownCut); where those find nothing (a Unigram word whose prefixes never agree,
+// or cut on the left), the Unigram model replicated on the whole word (unigram.ts, InWordPolicy.unigram).
 // Any other pipeline or input is tokenized whole (exact, only slower).
+
+import type { UnigramVocab, WordMarker } from "./unigram";
 
 type Json = Record<string, unknown> | null | undefined;
 
@@ -107,6 +110,11 @@ export interface InWordPolicy {
    * word's last tokens too (merges right of a boundary run as on the suffix alone; its start gets no marker).
    */
   suffixes: boolean;
+  /**
+   * Unigram behind Metaspace / WhitespaceSplit only: the vocabulary and marker rule for replicating the model on one
+   * long word (unigram.ts, encode.ts unigramPrefix / unigramSuffix), else null.
+   */
+  unigram: { vocab: UnigramVocab; marker: WordMarker } | null;
 }
 
 /** GPT-2's byte-to-character map, inverted: the bytes of a byte-level token. */
@@ -258,6 +266,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
   } else return null;
   let tokenText: string | null = null;
   const byteLevel = kind === "bpe-bytes";
+  const marker = kind === "unigram" && onlyMetaspace(pre) ? wordMarker(pre) : null;
   return {
     model: kind,
     tokenText: () => {
@@ -275,7 +284,29 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     endOfWordSuffix,
     everyByte: kind === "bpe-bytes" && allBytes(vocab),
     suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
+    unigram: marker ? { vocab: { pieces: vocab, scores: Float64Array.from(model.vocab as unknown[], (e) => Number((e as unknown[])[1])), unknownId: Number.isInteger(model.unk_id) ? (model.unk_id as number) : null, byteFallback: model.byte_fallback === true }, marker } : null,
   };
+}
+
+/**
+ * Where Metaspace (and WhitespaceSplit, onlyMetaspace) put the marker in front of a word: after a U+0020 space the
+ * space itself becomes the marker and starts the word's pre-token (split), unless WhitespaceSplit ran first and
+ * dropped it, when the prepend scheme decides ("always": every pre-token, "first": only one at the text's start);
+ * at the text's start any scheme but "never" prepends it. Null when this is not clear (several Metaspaces, no split).
+ */
+function wordMarker(p: Json): WordMarker | null {
+  const parts = p?.type === "Sequence" ? list(p.pretokenizers) : [p];
+  const at = parts.findIndex((x) => x?.type === "Metaspace");
+  if (at < 0) return { marker: null, afterSpace: false, atStart: false };
+  const m = parts[at]!;
+  if (parts.filter((x) => x?.type === "Metaspace").length > 1) return null;
+  const replacement = typeof m.replacement === "string" ? m.replacement : "\u2581";
+  if ([...replacement].length !== 1) return null;
+  const scheme = typeof m.prepend_scheme === "string" ? m.prepend_scheme : m.add_prefix_space === false ? "never" : "always";
+  if (!["always", "first", "never"].includes(scheme)) return null;
+  const whitespaceFirst = parts.slice(0, at).some((x) => x?.type === "WhitespaceSplit");
+  if (!whitespaceFirst && m.split === false) return null;
+  return { marker: replacement, afterSpace: whitespaceFirst ? scheme === "always" : true, atStart: scheme !== "never" };
 }
 
 /** Pre-tokenizers that put a space or ▁ before a text that has none. */
@@ -378,6 +409,15 @@ function windowChar(ch: string, normalized: string, policy: InWordPolicy): strin
     case "unigram":
       return policy.unknownId !== null || policy.singles.has(normalized) ? normalized : null;
   }
+}
+
+/**
+ * The code point a Unigram pre-token holds for `ch` (its normalised form, `normalized`) when ch is a window
+ * character (its own unit: InWordPolicy), else -1.
+ */
+export function wordSymbol(ch: string, normalized: string, policy: InWordPolicy): number {
+  const n = windowChar(ch, normalized, policy);
+  return n === null ? -1 : n.codePointAt(0)!;
 }
 
 /**
