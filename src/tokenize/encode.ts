@@ -204,7 +204,7 @@ export class Encoder {
         const inside = await this.wordPrefix(text, need, cuts.inWord, words);
         if (inside) return inside;
         // Unigram words whose prefixes never agree (one letter repeated): the model replicated on the whole word
-        const replicated = cuts.inWord.unigram ? await this.unigramPrefix(text, from, need, cuts.inWord) : null;
+        const replicated = cuts.inWord.unigram ? await this.unigramPrefix(text, from, need, cuts.inWord, words) : null;
         if (replicated) return replicated;
       }
       const part = at < 0 ? text : text.slice(0, at);
@@ -403,16 +403,18 @@ export class Encoder {
    * boundary of the whole word's best path are the whole word's first ones: prefix.ts, InWordPolicy), and its last
    * ids must be the replica's, else null.
    */
-  private async unigramPrefix(text: string, from: number, need: number, policy: InWordPolicy): Promise<Content | null> {
+  private async unigramPrefix(text: string, from: number, need: number, policy: InWordPolicy, words: boolean): Promise<Content | null> {
     const word = this.unigramWord(text, from, policy);
     if (!word) return null;
     const { ends, ids } = word.path;
     // at least two tokens, so that the cut is past a lone marker token
     const k = Math.max(need, 2);
     if (ends.length <= k) return null;
-    const got = (await this.tokenizer.encode(text.slice(0, word.at[ends[k - 1]!]!), null, CONTENT_ONLY)).getIds();
+    const encoding = await this.tokenizer.encode(text.slice(0, word.at[ends[k - 1]!]!), null, CONTENT_ONLY);
+    const got = encoding.getIds();
     if (!this.sameIds(got, got.length - k, ids, 0, k)) return null;
-    return { ids: Int32Array.from(got), words: null };
+    // the word goes on past the last token (a lower bound for pairs' countedLength)
+    return { ids: Int32Array.from(got), words: words ? encoding.getWordIds() : null, tokens: "some" };
   }
 
   /**
@@ -438,7 +440,8 @@ export class Encoder {
     const out = new Int32Array(ids.length + tail.length);
     out.set(ids, 0);
     out.set(tail, ids.length);
-    return { ids: out, words: null };
+    // every token of the text when the word starts it
+    return word.start === 0 ? { ids: out, words: null, tokens: "whole" } : { ids: out, words: null };
   }
 
   /** Whether a[i..i+n) equals b[j..j+n) (and `also` holds), counted in wordPathChecks. */

@@ -3,22 +3,11 @@
 // periodic and random words, words before and after short words, cut on the right and on the left, against the Rust
 // binding encoding the whole text and truncating it (the library's own truncation).
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../../src/tokenize/encode";
 import { serdeF64, unigramWordPath } from "../../src/tokenize/unigram";
 import { letters } from "../../bench/workload";
-import { FIXTURES, ROOT } from "../helpers";
-
-const SHARED = join(ROOT, "..", "shared", "tokenizers");
-
-function load(path: string): string | null {
-  if (!existsSync(path)) return null;
-  const raw = readFileSync(path);
-  return (path.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
-}
+import { tokenizerText } from "../helpers";
 
 /** Ids of the whole text through the binding, truncated by the library (special tokens added). */
 async function library(rust: Tokenizer, maxLength: number, text: string, direction: "right" | "left"): Promise<number[]> {
@@ -58,17 +47,13 @@ async function checkWords(label: string, json: string, maxLength: number, inputs
   return encoder;
 }
 
-const UNIGRAMS: Array<[string, string]> = [
-  ["models/xlmr-max", join(FIXTURES, "xlmr-max", "tokenizer.json")],
-  ["models/jina-v3", join(FIXTURES, "jina-v3", "tokenizer.json")],
-  ["shared/xlm-roberta-unigram", join(SHARED, "xlm-roberta-unigram.tokenizer.json.gz")],
-  ["shared/t5-small", join(SHARED, "t5-small.tokenizer.json")],
-];
+const UNIGRAMS = ["models/xlmr-max", "models/jina-v3", "shared/xlm-roberta-unigram.tokenizer.json.gz", "shared/t5-small.tokenizer.json"];
+const XLMR = "shared/xlm-roberta-unigram.tokenizer.json.gz";
 
 describe("long Unigram words: the model replicated on the word, identical to the whole text truncated", () => {
-  for (const [label, path] of UNIGRAMS) {
-    test.skipIf(!existsSync(path))(label, async () => {
-      const encoder = await checkWords(label, load(path)!, label.startsWith("models/") ? 61 : 509, longWords(40_000));
+  for (const label of UNIGRAMS) {
+    test.skipIf(tokenizerText(label) === null)(label, async () => {
+      const encoder = await checkWords(label, tokenizerText(label)!, label.startsWith("models/") ? 61 : 509, longWords(40_000));
       // the replica was used (and agreed with the binding on every word it covered)
       expect(encoder.wordPathChecks.same).toBeGreaterThan(10);
       expect(encoder.wordPathChecks.differ).toBe(0);
@@ -122,6 +107,28 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
     }
   }
 
+  test("pairs (/rerank): a query and a one-letter document, longest-first as the library truncates", async () => {
+    const json = tieJson();
+    const rust = Tokenizer.fromString(json);
+    rust.disablePadding();
+    for (const max of [61, 62]) {
+      const encoder = await Encoder.create(JSON.parse(json), {}, max);
+      const queries = ["what is this?", "ab ".repeat(12), "ab ".repeat(40), "b".repeat(30_000)];
+      const documents = ["a".repeat(20_001), "a".repeat(20_002), "b " + "a".repeat(20_003)];
+      const firsts = queries.flatMap((q) => documents.map(() => q));
+      const seconds = queries.flatMap(() => documents);
+      const got = await encoder.encodeBatch(seconds, firsts);
+      for (let i = 0; i < firsts.length; i++) {
+        rust.setTruncation(max, { strategy: "LongestFirst" as never });
+        const want = await rust.encode(firsts[i]!, seconds[i]!, { addSpecialTokens: true });
+        const label = `max ${max} pair ${i}`;
+        expect([label, Array.from(got[i]!.ids), Array.from(got[i]!.typeIds ?? [])]).toEqual([label, want.getIds(), want.getTypeIds()]);
+      }
+      expect(encoder.wordPathChecks.differ).toBe(0);
+      expect(encoder.wordPathChecks.same).toBeGreaterThan(0);
+    }
+  });
+
   test("a replica that disagrees with the binding is caught: the text is tokenized as before, exactly", async () => {
     const json = tieJson();
     const encoder = await Encoder.create(JSON.parse(json), {}, 61);
@@ -174,14 +181,14 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
 
 // At the limit: 1,000,000 characters, the inputs the window method could not cut (xlm-roberta: one letter on the
 // right; any word on the left), against the library's whole-text time (second runs; the first fills caches).
-describe.skipIf(!existsSync(join(SHARED, "xlm-roberta-unigram.tokenizer.json.gz")))("1,000,000 characters, one Unigram word (xlm-roberta)", () => {
+describe.skipIf(tokenizerText(XLMR) === null)("1,000,000 characters, one Unigram word (xlm-roberta)", () => {
   const cases: Array<[string, string, "right" | "left"]> = [
     ["one letter", "a".repeat(1_000_000), "right"],
     ["one letter", "a".repeat(1_000_001), "left"],
     ["words, then Cyrillic", "hello world ".repeat(100) + letters(998_800, "абвгдеёжзийклмнопрст", 3), "left"],
   ];
   test("identical ids, a fraction of the whole text's time", async () => {
-    const json = load(join(SHARED, "xlm-roberta-unigram.tokenizer.json.gz"))!;
+    const json = tokenizerText(XLMR)!;
     const encoder = await Encoder.create(JSON.parse(json), {}, 512);
     const rust = Tokenizer.fromString(json);
     rust.disablePadding();
