@@ -17,16 +17,19 @@
 //            --saturation-only (only the single-text saturation cell: 1-input requests at --concurrency, 32 by
 //            default, for --rounds rounds (3), this server's tokens/s, mean batch, padding share and RSS; prints a
 //            table, writes nothing) with --compare-root DIR and/or --compare-arg X (repeatable): a second server
-//            (another checkout, other flags) up at the same time, its cells alternating with the first's
+//            (another checkout, other flags) up at the same time, its cells alternating with the first's;
+//            --saturation-size N (inputs per request, 1 by default) and --limit-tokens T (also time onnxruntime
+//            alone on sorted batches of <= T tokens after every cell: each cell's ratio to the faster limit around it)
 //            --memory-only (only the memory cell of bench/memory.ts: RSS of a server after one request of 64 x 512
 //            tokens, with --server-arg flags; prints the table, writes nothing)
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { drawChart, type ChartSeries } from "./chart";
 import { batchingLabel, type LimitOptions, type LimitResult, type SweepPoint } from "./limit";
 import { ensureBenchModel, MODEL_NAME, REPO_ROOT, type Variant } from "./model";
+import { OtherLoad as ServerOtherLoad } from "../src/engine/cpu-load";
 import { medianInterval, percentiles, peakRssMb, rssMb } from "./stats";
 import { measureResponsiveness, responsivenessMarkdown, twoModelArgs, type ResponsivenessResult } from "./responsiveness";
 import { measureMemory, memoryMarkdown, type MemoryResult } from "./memory";
@@ -52,6 +55,10 @@ interface Options {
   memoryOnly: boolean;
   concurrency: number;
   rounds: number;
+  /** --saturation-only: inputs per request (1: the single-text cell). */
+  saturationSize: number;
+  /** --saturation-only: also time the limit (onnxruntime alone, sorted batches of <= this many tokens) around each cell. */
+  limitTokens: number;
   compareRoot: string | null;
   compareArgs: string[];
 }
@@ -77,6 +84,8 @@ function parseOptions(argv: string[]): Options {
     memoryOnly: false,
     concurrency: 32,
     rounds: 3,
+    saturationSize: 1,
+    limitTokens: 0,
     compareRoot: null,
     compareArgs: [],
   };
@@ -106,6 +115,8 @@ function parseOptions(argv: string[]): Options {
     else if (name === "--memory-only") o.memoryOnly = true;
     else if (name === "--concurrency") o.concurrency = Number(value());
     else if (name === "--rounds") o.rounds = Number(value());
+    else if (name === "--saturation-size") o.saturationSize = Number(value());
+    else if (name === "--limit-tokens") o.limitTokens = Number(value());
     else if (name === "--compare-root") o.compareRoot = resolve(value());
     else if (name === "--compare-arg") o.compareArgs.push(value());
     else if (name === "--variant") {
@@ -157,39 +168,10 @@ const log = (m: string) => console.error(`[bench] ${m}`);
 
 // ---------------------------------------------------------------- CPU accounting (others' load on the machine)
 
-function cpuJiffies(): { busy: number; total: number } {
-  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3]! + (f[4] ?? 0);
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: total - idle, total };
-}
-
-function procJiffies(pid: number): number {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    return Number(f[11]) + Number(f[12]); // utime + stime
-  } catch {
-    return 0;
-  }
-}
-
-/** CPU use by processes other than ours (in cores), between start() and stop(). */
-export class OtherLoad {
-  private b0 = 0;
-  private own0 = 0;
-  private t0 = 0;
-  constructor(private readonly pids: () => number[]) {}
-  start(): void {
-    this.b0 = cpuJiffies().busy;
-    this.own0 = this.pids().reduce((s, p) => s + procJiffies(p), 0);
-    this.t0 = performance.now();
-  }
-  stop(): number {
-    const busy = cpuJiffies().busy - this.b0;
-    const own = this.pids().reduce((s, p) => s + procJiffies(p), 0) - this.own0;
-    const secs = (performance.now() - this.t0) / 1000;
-    return Math.max(0, (busy - own) / 100 / secs);
+/** CPU use by processes other than ours (in cores), between start() and stop() (src/engine/cpu-load.ts; 0 off Linux). */
+export class OtherLoad extends ServerOtherLoad {
+  override stop(): number {
+    return super.stop() ?? 0;
   }
 }
 
@@ -664,23 +646,35 @@ function markdown(r: {
  */
 async function saturationAB(o: Options, p: ReturnType<typeof plan>, modelDir: string, pool: readonly WorkloadText[]): Promise<string> {
   const threads = o.threads ?? 2;
+  const size = o.saturationSize;
   const variants = [{ label: `A: ${o.serverRoot} ${o.serverArgs.join(" ")}`.trim(), root: o.serverRoot, args: o.serverArgs }];
   if (o.compareRoot || o.compareArgs.length) variants.push({ label: `B: ${o.compareRoot ?? o.serverRoot} ${o.compareArgs.join(" ")}`.trim(), root: o.compareRoot ?? o.serverRoot, args: o.compareArgs });
   const up: Array<{ label: string; r: Running; pid: number; load: OtherLoad }> = [];
+  // With --limit-tokens: onnxruntime alone on sorted batches of that budget, timed before the first cell and after
+  // every cell; each cell's ratio is over the faster of the limits around it.
+  const limitChild = o.limitTokens > 0 ? new LimitChild({ ...p.limit, modelDir, threads: [threads], batchSizes: [], batchTokens: [], finalOnly: { batchSize: 0, batchTokens: o.limitTokens } }) : null;
   try {
+    let before = limitChild ? (await limitChild.result()).final.tokensPerSec : NaN;
     for (const v of variants) {
       const r = await startSystem("server", modelDir, threads, v.args, v.root);
       for (let k = 0; k < 4; k++) await embedOne(r.url, pool[pool.length - 1 - k]!.text);
       up.push({ label: v.label, r, pid: r.proc.pid, load: new OtherLoad(() => [process.pid, r.proc.pid]) });
     }
-    const rows: string[] = [`single-text saturation: 1-input requests, concurrency ${o.concurrency}, ${o.cellSeconds} s or ${p.maxRequests(1)} requests per cell, ${threads} thread(s)`, "",
-      "| round | server | tokens/s | p50 ms | p99 ms | mean batch | padding | RSS MiB | peak RSS MiB | other load (cores) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"];
+    const rows: string[] = [`saturation: ${size}-input requests, concurrency ${o.concurrency}, ${o.cellSeconds} s or ${p.maxRequests(size)} requests per cell, ${threads} thread(s)${limitChild ? `, limit: sorted batches of <= ${o.limitTokens} tokens` : ""}`, "",
+      "| round | server | tokens/s | limit nearby | / limit | p50 ms | p99 ms | mean batch | padding | RSS MiB | peak RSS MiB | other load (cores) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"];
     for (let round = 0; round < o.rounds; round++) {
       const order = round % 2 === 0 ? up : up.slice().reverse();
       for (const s of order) {
         await Bun.sleep(100);
-        const c = await runCell(s.label, s.r.url, pool, 1, o.concurrency, p.maxRequests(1), o.cellSeconds, s.pid, s.load);
-        const line = `| ${round + 1} | ${s.label} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p99)} | ${f2(c.meanBatch ?? NaN)} | ${f1(100 * (c.paddingFraction ?? NaN))}% | ${f0(rssMb(s.pid))} | ${f0(c.peakRssMb)} | ${f2(c.otherLoadCores)} |`;
+        const c = await runCell(s.label, s.r.url, pool, size, o.concurrency, p.maxRequests(size), o.cellSeconds, s.pid, s.load);
+        let nearby = NaN;
+        if (limitChild) {
+          await Bun.sleep(100);
+          const after = (await limitChild.again()).tokensPerSec;
+          nearby = Math.max(before, after);
+          before = after;
+        }
+        const line = `| ${round + 1} | ${s.label} | ${f0(c.tokensPerSec)} | ${f0(nearby)} | ${f2(c.tokensPerSec / nearby)} | ${f1(c.p50)} | ${f1(c.p99)} | ${f2(c.meanBatch ?? NaN)} | ${f1(100 * (c.paddingFraction ?? NaN))}% | ${f0(rssMb(s.pid))} | ${f0(c.peakRssMb)} | ${f2(c.otherLoadCores)} |`;
         log(line);
         rows.push(line);
       }
@@ -688,6 +682,7 @@ async function saturationAB(o: Options, p: ReturnType<typeof plan>, modelDir: st
     return rows.join("\n");
   } finally {
     for (const s of up) await stop(s.r);
+    await limitChild?.quit();
   }
 }
 

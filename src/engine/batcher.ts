@@ -34,7 +34,7 @@ export const DEFAULT_RUN_OVERHEAD_TOKENS = 24;
 /** The range a calibrated run overhead is clamped to (a noisy fit must not stop or force batching). */
 export const RUN_OVERHEAD_RANGE: readonly [number, number] = [4, 256];
 
-/** One timed single-row run: its padded tokens and milliseconds. */
+/** One timed run: its padded tokens and milliseconds. */
 export interface RunTiming {
   tokens: number;
   ms: number;
@@ -50,7 +50,7 @@ export interface RunOverheadFit {
 }
 
 /**
- * Least-squares fit of ms = a + c x tokens over timed single-row runs; the run overhead is a / c tokens. null when
+ * Least-squares fit of ms = a + c x tokens over timed runs; the run overhead is a / c tokens. null when
  * the timings cannot say: fewer than two distinct lengths, no positive cost per token, or no positive fixed cost
  * (a load spike during the longer runs tilts the line that way).
  */
@@ -134,6 +134,18 @@ export function chooseBudget(timings: readonly BudgetTiming[], prior: number): B
   const near = timed.reduce((a, b) => (Math.abs(Math.log(budgetTokens(b) / prior)) < Math.abs(Math.log(budgetTokens(a) / prior)) ? b : a));
   if (best < TOKEN_BUDGET_CLIMB * tokensPerMs(near)) return near;
   return timed.filter((t) => tokensPerMs(t) >= TOKEN_BUDGET_TOLERANCE * best).reduce((a, b) => (budgetTokens(b) > budgetTokens(a) ? b : a));
+}
+
+/**
+ * Warm-up timings are used when other processes took at most CALIBRATION_OTHER_LOAD of the machine's cores (at
+ * least CALIBRATION_OTHER_LOAD_MIN cores) while they ran; null (no /proc to tell) trusts them. On a 2-core machine
+ * with a second job running (about 1 core), the budget calibration kept 264 tokens where a quiet start keeps 528 and
+ * single-row timings doubled; 0.25 cores is what a quiet machine's daemons stay well below.
+ */
+export const CALIBRATION_OTHER_LOAD = 0.125;
+export const CALIBRATION_OTHER_LOAD_MIN = 0.25;
+export function calibrationTrusted(otherCores: number | null, cores: number): boolean {
+  return otherCores === null || otherCores <= Math.max(CALIBRATION_OTHER_LOAD_MIN, CALIBRATION_OTHER_LOAD * cores);
 }
 
 export function windowFor(maxBatchSize: number): number {

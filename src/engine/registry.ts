@@ -1,10 +1,12 @@
 // Which model serves a name and a capability. Loads every configured model (resolve -> layout -> session ->
 // tokenizer -> engine -> warm-up) and answers lookups from the HTTP layer.
 import { dirname, join, resolve } from "node:path";
+import { availableParallelism } from "node:os";
 import type { ModelConfig } from "../config";
 import { CapabilityMismatch, ModelLoadError, ModelNotFound, Unavailable } from "../errors";
+import { OtherLoad } from "./cpu-load";
 import { log } from "../log";
-import { budgetShape, budgetTokens, chooseBudget, DEFAULT_RUN_OVERHEAD_TOKENS, fitRunOverhead, keepClimbing, TOKEN_BUDGET_FIRST, TOKEN_BUDGET_START, type BudgetTiming, type RunTiming } from "./batcher";
+import { budgetShape, budgetTokens, calibrationTrusted, chooseBudget, DEFAULT_RUN_OVERHEAD_TOKENS, fitRunOverhead, keepClimbing, TOKEN_BUDGET_FIRST, TOKEN_BUDGET_START, type BudgetTiming, type RunTiming } from "./batcher";
 import type { Metrics } from "../metrics";
 import { readLayout, type ColPaliLayout, type HybridLayout, type Modality, type ModelLayout, type MultiVectorLayout, type RerankTemplate, type Task } from "../model/layout";
 import type { MediaPool } from "../media/pool";
@@ -88,6 +90,12 @@ interface Base {
    * warm-up, or a model the calibration does not time), or lowered to fit --memory-budget-mb.
    */
   maxBatchTokensSource: "flag" | "calibrated" | "default" | "memory-budget";
+  /**
+   * Cores other processes used while warm-up timed the token budget and the run overhead (the busier of the two
+   * spans); null when nothing was timed or /proc cannot tell. Above calibrationTrusted's bound the timings are
+   * dropped and the constants stay (source "default").
+   */
+  calibrationOtherLoad: number | null;
   /** Where the session's instance count (and, when calibrated, its threads) came from. */
   instancesSource: "flag" | "calibrated" | "default";
   /** Why the model runs the instances it runs (the calibration's timings and memory, or what ruled it out). */
@@ -923,6 +931,7 @@ export class Registry {
       logitsGraph,
       warmupTokensPerSecond: 0,
       runOverheadSource: (c.runOverheadTokens > 0 ? "flag" : "default") as ServedModel["runOverheadSource"],
+      calibrationOtherLoad: null,
       maxBatchTokensSource: (c.maxBatchTokens > 0 ? "flag" : "default") as ServedModel["maxBatchTokensSource"],
       instancesSource: (c.instances > 0 ? "flag" : "default") as ServedModel["instancesSource"],
       instancesReason: c.instances > 0 ? `--instances ${c.instances}` : c.modelWarmup ? "one session" : "one session: --no-model-warmup (nothing timed)",
@@ -1107,33 +1116,42 @@ export class Registry {
     if (m.config.maxBatchTokens === 0) await this.calibrateTokenBudget(m, engine, sentence, encodeFor);
     if (m.config.instances === 0) await this.calibrateInstances(m, engine, encoded, m.memoryBytes + Math.max(0, process.memoryUsage().rss - rssBefore));
     if (m.config.runOverheadTokens === 0) {
-      // Single-row runs at about 12, 32, 62 and 122 tokens (cut at the max length and the token budget: never a batch
-      // past it, so the arena does not grow). Short rows only: the overhead decides whether short inputs batch, and
-      // longer rows add attention's quadratic cost, which bends the line (on the bench model, 12-512 tokens fitted
-      // 2 tokens where 12-132 fit 23).
-      const rows = (await encodeFor([1, 3, 6, 12].map((k) => sentence.repeat(k)))).filter((e) => e.ids.length <= m.engine.batchLimits.maxBatchTokens);
-      // Five rounds over the lengths, the fastest run of each kept: a load spike then slows one run of every length
+      // Batches of 1, 2, 4 and 8 identical rows of about 32 tokens (within the batch size and the token budget: never
+      // a batch past it, so the arena does not grow). What the batcher weighs is a new run against more rows in one
+      // run, so the line is fitted over rows at one length: rows add linear work, where longer single rows would add
+      // attention's quadratic cost and bend the line (on the bench model, single rows of 12-512 tokens fitted 2
+      // tokens where 12-132 fitted 23). Rows also catch what a one-row run wastes beyond its fixed cost (a matrix of
+      // one short row uses the cores poorly).
+      const row = (await encodeFor([sentence.repeat(3)]))[0]!;
+      const maxRows = Math.min(m.config.batchSize, Math.floor(m.engine.batchLimits.maxBatchTokens / Math.max(1, row.ids.length)));
+      const sizes = [1, 2, 4, 8].filter((n) => n <= maxRows);
+      // Five rounds over the sizes, the fastest run of each kept: a load spike then slows one run of every size
       // instead of all runs of one.
-      const timings: RunTiming[] = rows.map((row) => ({ tokens: row.ids.length, ms: Infinity }));
+      const timings: RunTiming[] = sizes.map((n) => ({ tokens: n * row.ids.length, ms: Infinity }));
+      const others = new OtherLoad();
+      others.start();
       for (let round = 0; round < 5; round++) {
-        for (const [i, row] of rows.entries()) {
+        for (const [i, n] of sizes.entries()) {
+          const batch = Array.from({ length: n }, () => row);
           const t = performance.now();
-          await engine.submit([row]);
+          await engine.submit(batch);
           timings[i]!.ms = Math.min(timings[i]!.ms, performance.now() - t);
         }
       }
-      const fit = fitRunOverhead(timings);
+      const busy = this.noteCalibrationLoad(m, others.stop());
+      const fit = busy ? null : fitRunOverhead(timings);
       if (fit) {
         m.engine.setRunOverheadTokens(fit.tokens);
         m.runOverheadSource = "calibrated";
       }
       log.info("run overhead", {
         model: m.name,
-        runs: timings.map((x) => `${x.tokens} tokens ${x.ms.toFixed(2)} ms`).join(", "),
+        runs: timings.map((x, i) => `${sizes[i]}x${row.ids.length} ${x.ms.toFixed(2)} ms`).join(", "),
         fixed_ms: fit ? +fit.fixedMs.toFixed(2) : undefined,
         ms_per_token: fit ? +fit.msPerToken.toFixed(4) : undefined,
         tokens: m.engine.batchLimits.runOverheadTokens,
         source: m.runOverheadSource,
+        ...(busy ? { not_used: busy } : {}),
       });
     }
     if (m.task === "embed" && m.media) {
@@ -1153,6 +1171,20 @@ export class Registry {
     const padded = count * Math.max(...encoded.map((e) => e.ids.length));
     // One batch's activations: the largest arena one instance's warm-up runs grew.
     m.activationBytesPerToken = Math.max(m.activationBytesPerToken, m.session.maxRunBytes / padded);
+  }
+
+  /**
+   * Records the other processes' load over one calibration span; returns why its timings are not used (the machine
+   * was busier than calibrationTrusted allows: they would set the budget or overhead for good from a passing
+   * spell), or null when they are.
+   */
+  private noteCalibrationLoad(m: ServedModel, others: number | null): string | null {
+    if (others === null) return null;
+    m.calibrationOtherLoad = Math.max(m.calibrationOtherLoad ?? 0, +others.toFixed(2));
+    if (calibrationTrusted(others, availableParallelism())) return null;
+    const why = `other processes used ${others.toFixed(2)} of ${availableParallelism()} cores while it was timed: the timings are not used`;
+    log.warn("warm-up calibration on a busy machine", { model: m.name, other_load_cores: +others.toFixed(2), note: why });
+    return why;
   }
 
   /**
@@ -1180,6 +1212,8 @@ export class Registry {
       if (counted) t.ms = Math.min(t.ms, performance.now() - start);
     };
     const timings: BudgetTiming[] = [];
+    const others = new OtherLoad();
+    others.start();
     for (let target = TOKEN_BUDGET_START; keepClimbing(timings); target *= 2) {
       const previous = timings.at(-1);
       const shape = budgetShape(target, m.layout.maxLength, m.config.batchSize, previous ? budgetTokens(previous) : 0);
@@ -1196,7 +1230,8 @@ export class Registry {
     }
     // Fewer sizes than the interleaved rounds need (a short max length or a small memory budget): time them now.
     if (timings.length < TOKEN_BUDGET_FIRST) for (let r = 0; r < 5; r++) for (const t of timings) await timeOnce(t, true);
-    const chosen = chooseBudget(timings, m.provider === "cpu" ? CPU_BATCH_TOKENS : GPU_BATCH_TOKENS);
+    const busy = this.noteCalibrationLoad(m, others.stop());
+    const chosen = busy ? null : chooseBudget(timings, m.provider === "cpu" ? CPU_BATCH_TOKENS : GPU_BATCH_TOKENS);
     const tokens = chosen ? budgetTokens(chosen) : before;
     m.engine.setMaxBatchTokens(tokens);
     if (m.task === "embed" && typeof m.tokens !== "string") m.tokens.setMaxBatchTokens(tokens);
@@ -1206,6 +1241,7 @@ export class Registry {
       batches: timings.map((t) => `${t.rows}x${t.length} ${Math.round((budgetTokens(t) / t.ms) * 1000)} tokens/s`).join(", "),
       max_batch_tokens: tokens,
       source: m.maxBatchTokensSource,
+      ...(busy ? { not_used: busy } : {}),
     });
   }
 

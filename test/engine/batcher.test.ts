@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
-  batchCost, budgetShape, budgetTokens, chooseBudget, fitRunOverhead, keepClimbing, paddingOf, partitionByCost, RUN_OVERHEAD_RANGE, selectBatch,
+  batchCost, budgetShape, budgetTokens, calibrationTrusted, chooseBudget, fitRunOverhead, keepClimbing, paddingOf, partitionByCost, RUN_OVERHEAD_RANGE, selectBatch,
   TOKEN_BUDGET_CLIMB, TOKEN_BUDGET_FIRST, TOKEN_BUDGET_ROW, TOKEN_BUDGET_START, TOKEN_BUDGET_TOLERANCE, windowFor, type BudgetTiming,
 } from "../../src/engine/batcher";
 
@@ -276,5 +276,19 @@ describe("token-budget calibration", () => {
     expect(budgetTokens(chooseBudget([t(1024, 9), t(2048, 10), t(4096, 10.5)], 16384)!)).toBe(4096);
     expect(chooseBudget([], 512)).toBeNull();
     expect(budgetTokens(chooseBudget([t(128, 9), { rows: 2, length: 128, ms: Infinity }], 512)!)).toBe(128);
+  });
+});
+
+describe("calibrationTrusted", () => {
+  test("warm-up timings count while other processes use at most max(0.25, cores / 8) cores; no reading trusts them", () => {
+    expect(calibrationTrusted(null, 2)).toBe(true);
+    expect(calibrationTrusted(0, 2)).toBe(true);
+    expect(calibrationTrusted(0.25, 2)).toBe(true);
+    expect(calibrationTrusted(0.26, 2)).toBe(false);
+    expect(calibrationTrusted(1, 2)).toBe(false);
+    expect(calibrationTrusted(1, 8)).toBe(true);
+    expect(calibrationTrusted(1.01, 8)).toBe(false);
+    expect(calibrationTrusted(7.9, 64)).toBe(true);
+    expect(calibrationTrusted(8.1, 64)).toBe(false);
   });
 });

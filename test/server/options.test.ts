@@ -1,5 +1,7 @@
 // Per-model options that change what is loaded or how it runs, each checked on a live server.
 import { describe, expect, test } from "bun:test";
+import { availableParallelism } from "node:os";
+import { calibrationTrusted } from "../../src/engine/batcher";
 import { CPU_BATCH_TOKENS } from "../../src/engine/registry";
 import { providerOrder } from "../../src/model/onnx";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
@@ -36,7 +38,7 @@ describe("--dtype loads the hub's variant files", () => {
 });
 
 describe("device, pooling, warm-up, queue", () => {
-  test("--run-overhead-tokens: 0 calibrates at warm-up with single-row runs, a value skips that, no warm-up keeps 24", async () => {
+  test("--run-overhead-tokens: 0 calibrates at warm-up with batches of 1-8 rows, a value skips that, no warm-up keeps 24", async () => {
     const s = await startTestServer({
       "model-id": [fixture("bert-mean-norm"), fixture("bert-mean-norm"), fixture("bert-mean-norm")],
       "served-model-name": ["calibrated", "flag", "cold"],
@@ -46,27 +48,52 @@ describe("device, pooling, warm-up, queue", () => {
       "max-batch-tokens": "512",
     });
     try {
-      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ id: string; run_overhead_tokens: number; run_overhead_source: string }> };
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ id: string; run_overhead_tokens: number; run_overhead_source: string; calibration_other_load: number | null }> };
       const by = Object.fromEntries(models.data.map((m) => [m.id, m]));
       expect([by.flag!.run_overhead_tokens, by.flag!.run_overhead_source]).toEqual([40, "flag"]);
       expect([by.cold!.run_overhead_tokens, by.cold!.run_overhead_source]).toEqual([24, "default"]);
-      // A tiny model's per-token cost can drown in timing noise: then the fit gives no answer and the constant stays.
+      expect(by.cold!.calibration_other_load).toBeNull();
+      // A tiny model's per-token cost can drown in timing noise (then the fit gives no answer), and timings taken
+      // while other processes were busy are not used: then the constant stays.
       const cal = by.calibrated!;
       if (cal.run_overhead_source === "calibrated") {
         expect(cal.run_overhead_tokens).toBeGreaterThanOrEqual(4);
         expect(cal.run_overhead_tokens).toBeLessThanOrEqual(256);
       } else expect([cal.run_overhead_tokens, cal.run_overhead_source]).toEqual([24, "default"]);
-      // Same warm-up batches for both; calibration adds 5 single-row runs at each of its 4 lengths (all within the
-      // budget: the fixture's max length is 48), all single-input batches.
+      if (process.platform === "linux") expect(cal.calibration_other_load).toBeGreaterThanOrEqual(0);
+      // Same warm-up batches for both; calibration adds 5 rounds of batches of 1, 2, 4 and 8 rows of about 32 tokens
+      // (within the budget: 8 x 32 < 512).
       const metrics = await (await fetch(`${s.url}/metrics`)).text();
       const value = (series: string) => Number(metrics.split("\n").find((l) => l.startsWith(`${series} `))?.split(" ")[1] ?? -1);
       const runs = (model: string) => value(`infinity_batch_size_count{model="${model}"}`);
-      const singles = (model: string) => value(`infinity_batch_size_bucket{model="${model}",le="1"}`);
+      const upTo = (model: string, le: number) => value(`infinity_batch_size_bucket{model="${model}",le="${le}"}`);
       expect(runs("calibrated") - runs("flag")).toBe(20);
-      expect(singles("calibrated") - singles("flag")).toBe(20);
+      for (const le of [1, 2, 4, 8]) expect(upTo("calibrated", le) - upTo("flag", le)).toBe(5 * Math.log2(2 * le));
       expect(runs("cold")).toBe(-1);
     } finally {
       await s.shutdown();
+    }
+  });
+
+  test.skipIf(process.platform !== "linux")("warm-up timings taken while other processes keep every core busy are not used: the constants stay", async () => {
+    // One busy loop per core, started before the server and running through its warm-up.
+    const loops = Array.from({ length: availableParallelism() }, () => Bun.spawn([process.execPath, "-e", "for (;;) {}"], { stdout: "ignore", stderr: "ignore" }));
+    try {
+      await Bun.sleep(300);
+      const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "max-batch-tokens": "0", "run-overhead-tokens": "0" });
+      try {
+        const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ max_batch_tokens: number; max_batch_tokens_source: string; run_overhead_tokens: number; run_overhead_source: string; calibration_other_load: number }> };
+        const m = models.data[0]!;
+        expect(calibrationTrusted(m.calibration_other_load, availableParallelism())).toBe(false);
+        expect([m.max_batch_tokens, m.max_batch_tokens_source]).toEqual([CPU_BATCH_TOKENS, "default"]);
+        expect([m.run_overhead_tokens, m.run_overhead_source]).toEqual([24, "default"]);
+        const res = await postJson(`${s.url}/embeddings`, { input: ["a", "b c"] });
+        expect(res.status).toBe(200);
+      } finally {
+        await s.shutdown();
+      }
+    } finally {
+      for (const p of loops) p.kill();
     }
   });
 
@@ -79,11 +106,17 @@ describe("device, pooling, warm-up, queue", () => {
       "run-overhead-tokens": "24",
     });
     try {
-      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ id: string; max_batch_tokens: number; max_batch_tokens_source: string; max_length: number; batch_size: number }> };
+      const models = (await (await fetch(`${s.url}/models`)).json()) as { data: Array<{ id: string; max_batch_tokens: number; max_batch_tokens_source: string; max_length: number; batch_size: number; calibration_other_load: number | null }> };
       const by = Object.fromEntries(models.data.map((m) => [m.id, m]));
       expect([by.flag!.max_batch_tokens, by.flag!.max_batch_tokens_source]).toEqual([300, "flag"]);
       expect([by.cold!.max_batch_tokens, by.cold!.max_batch_tokens_source]).toEqual([CPU_BATCH_TOKENS, "default"]);
       const timed = by.timed!;
+      // Timings taken while other processes were busy are not used (the next test): the constant then stays.
+      if (timed.max_batch_tokens_source === "default") {
+        expect(timed.max_batch_tokens).toBe(CPU_BATCH_TOKENS);
+        expect(calibrationTrusted(timed.calibration_other_load, availableParallelism())).toBe(false);
+        return;
+      }
       expect(timed.max_batch_tokens_source).toBe("calibrated");
       // The fixture's max length is 48: sizes of 3, 5, 11, 21 and 32 rows of at most 48 tokens can be timed.
       expect(timed.max_batch_tokens).toBeGreaterThanOrEqual(3 * 24);

@@ -37,6 +37,9 @@ function describe(e: ModelEntry) {
     // warm-up, or the built-in constant (no warm-up, or timings that could not be fitted).
     run_overhead_tokens: m ? (m.engine.batchLimits.runOverheadTokens ?? null) : e.config.runOverheadTokens || null,
     run_overhead_source: m ? m.runOverheadSource : null,
+    // Cores other processes used while warm-up timed the budget and the overhead (null: not timed, or no /proc);
+    // above max(0.25, cores / 8) those timings were not used and both sources read "default".
+    calibration_other_load: m ? m.calibrationOtherLoad : null,
     // LLM rerankers whose export returns every position's full-vocabulary logits (no num_logits_to_keep input): what
     // one padded token adds to a batch's logits, which max_batch_tokens was cut for; null for every other model.
     full_logits_bytes_per_token: m?.fullLogitsBytesPerToken || null,
