@@ -300,9 +300,10 @@ export interface InstanceTimings {
  * Keeps the n instances only when they pay for their memory: each holds its own weights and arena (bench model: a
  * model of ~150 MiB took ~280 with two, and the server 289 -> 427 MiB RSS), so they must time at least as many times
  * faster as they take memory (tokens/s per resident byte does not fall; at least MIN_INSTANCES_GAIN, the noise), and
- * fit the --max-models-memory-mb room. On a quiet 2-core machine two single-threaded instances time about as fast as
- * one session with both cores, so one session is kept; where another process keeps taking a core, the two-thread
- * session stalls at every operator barrier and two instances can time more than twice as fast.
+ * fit the --max-models-memory-mb room. On a quiet 2-core machine two single-threaded instances served 17-23% more
+ * tokens/s than one session with both cores at saturation (bench/README "Saturated cells, repeated") for ~1.5x the
+ * server's memory, so one session is kept; where another process keeps taking a core, the two-thread session stalls
+ * at every operator barrier and two instances can time more than twice as fast.
  */
 export function chooseInstances(t: InstanceTimings): { keep: boolean; reason: string } {
   const mb = (b: number) => `${Math.round(b / 1048576)} MB`;
