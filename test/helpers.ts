@@ -3,10 +3,12 @@ import { expect } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { Tokenizer } from "tokenizers";
 import { buildConfig } from "../src/config";
 import { configureLog } from "../src/log";
 import type { HubSettings } from "../src/model/resolve";
 import { startServer, type RunningServer } from "../src/server/serve";
+import { Encoder } from "../src/tokenize/encode";
 
 export const ROOT = join(import.meta.dir, "..");
 export const FIXTURES = join(ROOT, "test", "fixtures", "models");
@@ -23,6 +25,31 @@ export function tokenizerText(name: string): string | null {
   if (!existsSync(path)) return null;
   const raw = readFileSync(path);
   return (path.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
+}
+
+/** The Rust library's own truncation of a text (or pair) encoded whole: ids and type ids, special tokens added. */
+export async function libraryTruncated(rust: Tokenizer, maxLength: number, a: string, b: string | null, direction: "right" | "left" = "right") {
+  rust.setTruncation(maxLength, { strategy: "LongestFirst" as never, direction: direction as never });
+  const e = await rust.encode(a, b, { addSpecialTokens: true });
+  return { ids: e.getIds(), types: e.getTypeIds() };
+}
+
+/**
+ * Each input through an Encoder of `json`, cut on the right and on the left, against the library encoding it whole and
+ * truncating it; returns the Encoder (for its counters).
+ */
+export async function expectLibraryIds(label: string, json: string, maxLength: number, inputs: Record<string, string>): Promise<Encoder> {
+  const encoder = await Encoder.create(JSON.parse(json), {}, maxLength);
+  const rust = Tokenizer.fromString(json);
+  rust.disablePadding();
+  for (const direction of ["right", "left"] as const) {
+    const got = await encoder.encodeBatch(Object.values(inputs), undefined, { direction });
+    for (const [i, [kind, input]] of Object.entries(inputs).entries()) {
+      const want = await libraryTruncated(rust, maxLength, input, null, direction);
+      expect([label, direction, kind, Array.from(got[i]!.ids)]).toEqual([label, direction, kind, want.ids]);
+    }
+  }
+  return encoder;
 }
 
 configureLog((process.env.TEST_LOG_LEVEL as "debug" | undefined) ?? "error", "text");

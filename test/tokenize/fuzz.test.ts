@@ -10,7 +10,7 @@ import { Tokenizer } from "tokenizers";
 import { Encoder, type Encoded } from "../../src/tokenize/encode";
 import { cutPolicy, wordPrefixWindow } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
-import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, tokenizerText } from "../helpers";
+import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, tokenizerText } from "../helpers";
 import { letters } from "../../bench/workload";
 
 interface FuzzReference {
@@ -143,12 +143,6 @@ function longTexts(): string[] {
   ];
 }
 
-async function rustTruncated(tokenizer: Tokenizer, maxLength: number, a: string, b: string | null, direction: "right" | "left" = "right") {
-  tokenizer.setTruncation(maxLength, { strategy: "LongestFirst" as never, direction: direction as never });
-  const e = await tokenizer.encode(a, b, { addSpecialTokens: true });
-  return { ids: e.getIds(), types: e.getTypeIds() };
-}
-
 async function checkLong(name: string, maxLength: number): Promise<void> {
   const text = tokenizerText(name)!;
   const encoder = await Encoder.create(JSON.parse(text), {}, maxLength);
@@ -159,7 +153,7 @@ async function checkLong(name: string, maxLength: number): Promise<void> {
     // left: TEI's truncation_direction, from suffixes after a cut (cutAtOrBefore)
     const singles = await encoder.encodeBatch(texts, undefined, { direction });
     for (let i = 0; i < texts.length; i++) {
-      const want = await rustTruncated(rust, maxLength, texts[i]!, null, direction);
+      const want = await libraryTruncated(rust, maxLength, texts[i]!, null, direction);
       expect([name, direction, i, Array.from(singles[i]!.ids)]).toEqual([name, direction, i, want.ids]);
     }
   }
@@ -168,7 +162,7 @@ async function checkLong(name: string, maxLength: number): Promise<void> {
   const seconds = [texts[0]!, texts[4]!, texts[2]!, texts[6]!];
   const pairs = await encoder.encodeBatch(seconds, firsts);
   for (let i = 0; i < firsts.length; i++) {
-    const want = await rustTruncated(rust, maxLength, firsts[i]!, seconds[i]!);
+    const want = await libraryTruncated(rust, maxLength, firsts[i]!, seconds[i]!);
     expectPair(`${name} long pair ${i}`, pairs[i]!, want);
   }
 }
@@ -216,17 +210,7 @@ const LONG_WORDS: Record<string, string> = {
 };
 
 async function checkLongWords(name: string, maxLength: number, inputs: Record<string, string> = LONG_WORDS): Promise<void> {
-  const text = tokenizerText(name)!;
-  const encoder = await Encoder.create(JSON.parse(text), {}, maxLength);
-  const rust = Tokenizer.fromString(text);
-  rust.disablePadding();
-  for (const direction of ["right", "left"] as const) {
-    const got = await encoder.encodeBatch(Object.values(inputs), undefined, { direction });
-    for (const [i, [kind, input]] of Object.entries(inputs).entries()) {
-      const want = await rustTruncated(rust, maxLength, input, null, direction);
-      expect([name, direction, kind, Array.from(got[i]!.ids)]).toEqual([name, direction, kind, want.ids]);
-    }
-  }
+  await expectLibraryIds(name, tokenizerText(name)!, maxLength, inputs);
 }
 
 describe("long words without spaces: cut inside the word, identical to the whole text truncated", () => {
@@ -243,7 +227,7 @@ describe("long words without spaces: cut inside the word, identical to the whole
     rust.disablePadding();
     // unknown punctuation: each character its own pre-token, so its own unknown token
     const input = "hello " + "\u203D\u2042".repeat(20_000);
-    const want = await rustTruncated(rust, 61, input, null);
+    const want = await libraryTruncated(rust, 61, input, null);
     expect(Array.from((await encoder.encode(input)).ids)).toEqual(want.ids);
   });
 });
@@ -308,7 +292,7 @@ describe.skipIf(!existsSync(SHARED))("1,000,000 characters without a space, real
         const t0 = performance.now();
         await encoder.encode(input, { direction });
         const t1 = performance.now();
-        const want = await rustTruncated(rust, 512, input, null, direction);
+        const want = await libraryTruncated(rust, 512, input, null, direction);
         const t2 = performance.now();
         expect([name, kind, direction, Array.from(got.ids)]).toEqual([name, kind, direction, want.ids]);
         // a fraction of the whole text's time (load on a shared machine slows both alike)

@@ -8,13 +8,7 @@ import { Tokenizer } from "tokenizers";
 import { Encoder } from "../../src/tokenize/encode";
 import { serdeF64, unigramWordPath } from "../../src/tokenize/unigram";
 import { letters } from "../../bench/workload";
-import { tokenizerText } from "../helpers";
-
-/** Ids of the whole text through the binding, truncated by the library (special tokens added). */
-async function library(rust: Tokenizer, maxLength: number, text: string, direction: "right" | "left"): Promise<number[]> {
-  rust.setTruncation(maxLength, { strategy: "LongestFirst" as never, direction: direction as never });
-  return (await rust.encode(text, null, { addSpecialTokens: true })).getIds();
-}
+import { expectLibraryIds, libraryTruncated, tokenizerText } from "../helpers";
 
 /** Long words: runs of one letter at lengths whose remainders differ, periodic and random words, words around them. */
 function longWords(n: number): Record<string, string> {
@@ -35,26 +29,13 @@ function longWords(n: number): Record<string, string> {
   return out;
 }
 
-async function checkWords(label: string, json: string, maxLength: number, inputs: Record<string, string>): Promise<Encoder> {
-  const encoder = await Encoder.create(JSON.parse(json), {}, maxLength);
-  const rust = Tokenizer.fromString(json);
-  rust.disablePadding();
-  for (const direction of ["right", "left"] as const) {
-    const got = await encoder.encodeBatch(Object.values(inputs), undefined, { direction });
-    for (const [i, [kind, input]] of Object.entries(inputs).entries()) {
-      expect([label, direction, kind, Array.from(got[i]!.ids)]).toEqual([label, direction, kind, await library(rust, maxLength, input, direction)]);
-    }
-  }
-  return encoder;
-}
-
 const UNIGRAMS = ["models/xlmr-max", "models/jina-v3", "shared/xlm-roberta-unigram.tokenizer.json.gz", "shared/t5-small.tokenizer.json"];
 const XLMR = "shared/xlm-roberta-unigram.tokenizer.json.gz";
 
 describe("long Unigram words: the model replicated on the word, identical to the whole text truncated", () => {
   for (const label of UNIGRAMS) {
     test.skipIf(tokenizerText(label) === null)(label, async () => {
-      const encoder = await checkWords(label, tokenizerText(label)!, label.startsWith("models/") ? 61 : 509, longWords(40_000));
+      const encoder = await expectLibraryIds(label, tokenizerText(label)!, label.startsWith("models/") ? 61 : 509, longWords(40_000));
       // the replica was used (and agreed with the binding on every word it covered)
       expect(encoder.wordPathChecks.same).toBeGreaterThan(10);
       expect(encoder.wordPathChecks.differ).toBe(0);
@@ -90,7 +71,7 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
   };
 
   test("ties keep the earliest start; the marker; unknown characters fused", async () => {
-    const encoder = await checkWords("ties", tieJson(), 61, inputs);
+    const encoder = await expectLibraryIds("ties", tieJson(), 61, inputs);
     expect(encoder.wordPathChecks.differ).toBe(0);
     expect(encoder.wordPathChecks.same).toBeGreaterThan(20);
   });
@@ -102,7 +83,7 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
       const pre = whitespaceFirst ? { type: "Sequence", pretokenizers: [{ type: "WhitespaceSplit" }, metaspace] } : metaspace;
       test(`Metaspace prepend_scheme ${scheme}${whitespaceFirst ? " after WhitespaceSplit" : ""}`, async () => {
         const words = { "one letter": "a".repeat(20_001), "a word, then one letter": "b " + "a".repeat(70_002), "two spaces, then a run": "  " + "a".repeat(20_003) };
-        const encoder = await checkWords(`${scheme} ${whitespaceFirst}`, tieJson(pre), 61, words);
+        const encoder = await expectLibraryIds(`${scheme} ${whitespaceFirst}`, tieJson(pre), 61, words);
         expect(encoder.wordPathChecks).toEqual({ same: 6, differ: 0 });
       });
     }
@@ -140,7 +121,7 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
     scores[2] = -0.1;
     for (const direction of ["right", "left"] as const) {
       const input = "a".repeat(30_001);
-      expect(Array.from((await encoder.encode(input, { direction })).ids)).toEqual(await library(rust, 61, input, direction));
+      expect(Array.from((await encoder.encode(input, { direction })).ids)).toEqual((await libraryTruncated(rust, 61, input, null, direction)).ids);
     }
     expect(encoder.wordPathChecks).toEqual({ same: 0, differ: 2 });
   });
@@ -174,7 +155,7 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
     const text = JSON.stringify(json);
     const rust = Tokenizer.fromString(text);
     expect((await rust.encode("ab", null, { addSpecialTokens: false })).getIds()).toEqual([1, 2, 3]);
-    const encoder = await checkWords("serde", text, 61, { "ab repeated": "ab".repeat(20_000), "aab repeated": "aab".repeat(10_000) });
+    const encoder = await expectLibraryIds("serde", text, 61, { "ab repeated": "ab".repeat(20_000), "aab repeated": "aab".repeat(10_000) });
     // cut on the left by the replica (on the right, windows of prefixes agree on these)
     expect(encoder.wordPathChecks).toEqual({ same: 2, differ: 0 });
   });
