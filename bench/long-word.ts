@@ -5,10 +5,12 @@
 // encoding the whole text and truncating it. Checks that both give the same ids and prints milliseconds per case
 // (the server's on a second run: the first also fills per-character caches, shown as "first"; garbage is collected
 // before each timed run). Reads the real
-// tokenizers in ../shared/tokenizers.
+// tokenizers in ../shared/tokenizers, and fixture tokenizers named `models/<fixture>` (the Qwen3 ones:
+// `models/qwen3-embed`). `--before DIR` adds another checkout's Encoder (e.g. main before a change), timed the same.
 //
-//   bun bench/long-word.ts [characters] [tokenizer...]   (default 1000000 and all five; e.g. `bun bench/long-word.ts
-//   1000000 t5-small xlm-roberta-unigram` for the Unigram rows; needs a quiet machine for stable numbers)
+//   bun bench/long-word.ts [characters] [tokenizer...] [--before DIR]   (default 1000000 and the five shared ones;
+//   e.g. `bun bench/long-word.ts 1000000 t5-small xlm-roberta-unigram` for the Unigram rows, `bun bench/long-word.ts
+//   1000000 models/qwen3-embed --before /work/main`; needs a quiet machine for stable numbers)
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -18,9 +20,15 @@ import { cutPolicy } from "../src/tokenize/prefix";
 import { letters } from "./workload";
 
 const SHARED = join(import.meta.dir, "..", "..", "shared", "tokenizers");
+const FIXTURES = join(import.meta.dir, "..", "test", "fixtures", "models");
 const FILES = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
-const N = Number(process.argv[2] ?? 1_000_000);
-const ONLY = process.argv.slice(3);
+const beforeAt = process.argv.indexOf("--before");
+const Before: typeof Encoder | null = beforeAt > 0 ? (await import(join(process.argv[beforeAt + 1]!, "src", "tokenize", "encode.ts"))).Encoder : null;
+const args = process.argv.slice(2).filter((_, i, all) => all[i] !== "--before" && all[i - 1] !== "--before");
+const N = Number(args[0] ?? 1_000_000);
+const ONLY = args.slice(1);
+const fixtureNames = ONLY.filter((n) => n.startsWith("models/"));
+const sharedNames = ONLY.filter((n) => !n.startsWith("models/"));
 
 function cjk(n: number): string {
   const out: string[] = new Array(n);
@@ -38,18 +46,26 @@ const INPUTS: Record<string, string> = {
   "one long word, then words": letters(N - 1200, "abcdefg", 12) + " hello world".repeat(100),
   emoji: letters(N, "😀🎉🚀🔥💡🌍🍕🐱", 9),
   "mixed scripts, emoji, digits, punctuation": letters(N, "abcxyzéжд日本語😀🎉1234!?.-", 6),
+  digits: letters(N, "0123456789", 7),
+  "prose (words, digits, punctuation, lines)": "The cat's 12 dogs, and yes: no!\n".repeat(Math.ceil(N / 32)).slice(0, N),
 };
 
-if (!existsSync(SHARED)) {
-  console.error(`${SHARED} is missing`);
-  process.exit(1);
+const sources: Array<[string, string]> = [];
+for (const file of FILES.filter((f) => sharedNames.includes(f.split(".")[0]!) || ONLY.length === 0)) sources.push([file.split(".")[0]!, join(SHARED, file)]);
+for (const name of fixtureNames) sources.push([name, join(FIXTURES, name.slice("models/".length), "tokenizer.json")]);
+for (const [, path] of sources) {
+  if (!existsSync(path)) {
+    console.error(`${path} is missing`);
+    process.exit(1);
+  }
 }
-console.log(`| tokenizer | in-word cut | input (${N} chars) | cut | server ms (first) | whole + truncate ms | same ids |`);
-console.log("|---|---|---|---|---|---|---|");
-for (const file of FILES.filter((f) => ONLY.length === 0 || ONLY.includes(f.split(".")[0]!))) {
-  const raw = readFileSync(join(SHARED, file));
-  const text = (file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
+console.log(`| tokenizer | in-word cut | input (${N} chars) | cut | server ms (first) | ${Before ? "before ms | " : ""}whole + truncate ms | same ids |`);
+console.log(`|---|---|---|---|---|${Before ? "---|" : ""}---|---|`);
+for (const [name, path] of sources) {
+  const raw = readFileSync(path);
+  const text = (path.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
   const encoder = await Encoder.create(JSON.parse(text), {}, 512);
+  const before = Before ? await Before.create(JSON.parse(text), {}, 512) : null;
   const rust = Tokenizer.fromString(text);
   rust.disablePadding();
   const inWord = cutPolicy(JSON.parse(text))?.inWord?.model ?? "no";
@@ -65,12 +81,20 @@ for (const file of FILES.filter((f) => ONLY.length === 0 || ONLY.includes(f.spli
       const t1 = performance.now();
       await encoder.encode(input, { direction });
       const second = performance.now() - t1;
+      let was = "";
+      if (before) {
+        await before.encode(input, { direction });
+        Bun.gc(true);
+        const tb = performance.now();
+        await before.encode(input, { direction });
+        was = `${(performance.now() - tb).toFixed(0)} | `;
+      }
       Bun.gc(true);
       const t2 = performance.now();
       const want = (await rust.encode(input, null, { addSpecialTokens: true })).getIds();
       const whole = performance.now() - t2;
       const same = JSON.stringify(Array.from(got.ids)) === JSON.stringify(want);
-      console.log(`| ${file.split(".")[0]} | ${inWord} | ${kind} | ${direction} | ${second.toFixed(0)} (${first.toFixed(0)}) | ${whole.toFixed(0)} | ${same ? "yes" : "NO"} |`);
+      console.log(`| ${name} | ${inWord} | ${kind} | ${direction} | ${second.toFixed(0)} (${first.toFixed(0)}) | ${was}${whole.toFixed(0)} | ${same ? "yes" : "NO"} |`);
     }
   }
 }

@@ -27,6 +27,19 @@ export function tokenizerText(name: string): string | null {
   return (path.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
 }
 
+/** A text of `pieces` drawn by a seeded generator (the same text for the same seed) until it has `chars` UTF-16 units. */
+export function textOfPieces(pieces: readonly string[], seed: number, chars: number): string {
+  let state = seed;
+  const parts: string[] = [];
+  for (let n = 0; n < chars; ) {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    const p = pieces[state % pieces.length]!;
+    parts.push(p);
+    n += p.length;
+  }
+  return parts.join("");
+}
+
 /** The Rust library's own truncation of a text (or pair) encoded whole: ids and type ids, special tokens added. */
 export async function libraryTruncated(rust: Tokenizer, maxLength: number, a: string, b: string | null, direction: "right" | "left" = "right") {
   rust.setTruncation(maxLength, { strategy: "LongestFirst" as never, direction: direction as never });

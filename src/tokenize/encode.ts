@@ -3,7 +3,7 @@
 // template (which special tokens go where, and their type ids) is read off it once by probing, so truncation keeps
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
-import { Tokenizer, type Encoding } from "tokenizers";
+import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
 import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenWordRuns, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
@@ -197,7 +197,7 @@ export class Encoder {
   private async prefixContent(text: string, need: number, cuts: CutPolicy, words: boolean): Promise<Content> {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
-      const at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar) : -1;
+      const at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar, this.pieces) : -1;
       if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord && Number.isFinite(need)) {
         // No cut point soon after `from`: a long word. For pairs the last word's count is then a lower bound
         // (countedLength), which decides most pairs (pairLengths); the others are tokenized further (encodeBatch).
@@ -218,7 +218,7 @@ export class Encoder {
   private async suffixContent(text: string, need: number, cuts: CutPolicy): Promise<Content> {
     let from = text.length - Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
-      const at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar) : -1;
+      const at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar, this.pieces) : -1;
       if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.suffixes && Number.isFinite(need)) {
         const inside = await this.wordSuffix(text, need, cuts.inWord);
         if (inside) return inside;
@@ -269,7 +269,7 @@ export class Encoder {
   private async wordSuffix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
     let back = Math.max(64, need * 4);
     while (back < text.length) {
-      const win = wordPrefixWindow(text, text.length - back, policy, this.normalizeChar);
+      const win = wordPrefixWindow(text, text.length - back, policy, this.normalizeChar, undefined, this.pieces);
       if (!win) {
         // no window there (spaces, marks, other classes): look further from the end
         back *= 4;
@@ -312,7 +312,7 @@ export class Encoder {
     let from = Math.max(64, need * 4);
     while (from < text.length) {
       const forced = unknownCut(text, from, from * 2, policy, this.charKind);
-      const win = forced > 0 ? { ends: [forced] } : wordPrefixWindow(text, from, policy, this.normalizeChar);
+      const win = forced > 0 ? { ends: [forced] } : wordPrefixWindow(text, from, policy, this.normalizeChar, undefined, this.pieces);
       if (!win) {
         // no window there (spaces, marks, other classes): look further in
         from *= 4;
@@ -507,6 +507,20 @@ export class Encoder {
     return v;
   };
   private readonly normalized = new Map<string, string>();
+
+  /** How many pre-tokens the tokenizer's pre-tokenizer makes of a few (normalised) characters (prefix.ts, PieceCount). */
+  private readonly pieces = (s: string): number => {
+    let v = this.pieceCounts.get(s);
+    if (v === undefined) {
+      this.preTokenizer ??= this.tokenizer.getPreTokenizer();
+      v = this.preTokenizer === null ? 1 : this.preTokenizer.preTokenizeString(s).length;
+      if (this.pieceCounts.size > 65536) this.pieceCounts.clear();
+      this.pieceCounts.set(s, v);
+    }
+    return v;
+  };
+  private readonly pieceCounts = new Map<string, number>();
+  private preTokenizer: PreTokenizer | null | undefined;
 
   /** One sequence, truncated to maxLength with its special tokens kept. */
   async encode(text: string, options: EncodeOptions = {}): Promise<Encoded> {

@@ -10,13 +10,18 @@
 //   cluster; a cluster does not continue into a space unless the character before it is a Prepend character, which
 //   is excluded), Lowercase, Strip/Prepend (only the text's ends), and Replace of whitespace runs by one space;
 // - pre-tokenizers that split there: no word of BertPreTokenizer, Whitespace(Split), Metaspace (split), the GPT-2
-//   byte-level regex or the CLIP / Llama-3 split regexes holds a non-space character followed by a space;
+//   byte-level regex or the CLIP / Llama-3 / Qwen split regexes holds a non-space character followed by a space
+//   (whitespace as the library's regex engine counts it: U+0085 too, which `\s+(?!\S)` joins to the spaces after it);
 // - models encode word by word (WordPiece, BPE, Unigram, WordLevel);
 // - no added token contains whitespace (added tokens are matched in the raw text before everything else).
 // With BERT's normaliser, which surrounds CJK ideographs with spaces, the position before an ideograph is a cut too.
-// Under the regex pre-tokenizers (GPT-2 byte-level, CLIP, Llama 3 / Qwen) so is the position after a letter or number
-// followed by a non-space character of another class (classCut). The part from such a cut to the end has the whole
-// text's last tokens where nothing is added at a text's start (cutAtOrBefore: TEI's truncation_direction "left").
+// Under the regex pre-tokenizers (GPT-2 byte-level, CLIP, Llama 3, Qwen2 / Qwen3) so is the position after a letter or
+// number followed by a non-space character of another class, or after a number followed by a number where the
+// pre-tokenizer puts each number alone (Qwen's `\p{N}`), each checked with the pre-tokenizer itself on the two
+// characters (classCut: the library's Unicode tables, not JavaScript's, say what a letter is). The library splits a
+// text at its added tokens before anything else, so the end of an added token's occurrence that overlaps no other
+// one is a cut too (addedCut). The part from such a cut to the end has the whole text's last tokens where nothing is
+// added at a text's start (cutAtOrBefore: TEI's truncation_direction "left").
 // WordPiece turns a word longer than `max_input_chars_per_word` into one [UNK], so a run of word characters longer
 // than that gives the same token whatever its length: such runs are shortened before tokenizing (any script behind
 // BERT's pipeline, ASCII letters and digits behind the others). Inside one long word: InWordPolicy, and Unigram's
@@ -28,16 +33,25 @@ import type { UnigramVocab, WordMarker } from "./unigram";
 
 type Json = Record<string, unknown> | null | undefined;
 
-/** Split regexes whose matches never hold a non-space character followed by a space (CLIP, GPT-2 family, Llama 3 / Qwen). */
+/**
+ * Split regexes whose matches never hold a non-space character followed by a space (CLIP, GPT-2 family, Llama 3 /
+ * GPT-4's cl100k, Qwen2 / Qwen2.5 / Qwen3: cl100k's with one number per piece).
+ */
 const SAFE_SPLIT_REGEXES = new Set([
   "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+",
   "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 ]);
 
 /** Grapheme-cluster Prepend characters (UAX #29): no cluster boundary after them, so no cut after them. */
 const PREPEND = /[\u0600-\u0605\u06DD\u070F\u0890\u0891\u08E2\u0D4E\u{110BD}\u{110CD}\u{111C2}\u{111C3}\u{1193F}\u{11941}\u{11A3A}\u{11A84}-\u{11A89}\u{11D46}\u{11F02}]/u;
-const WHITESPACE = /\s/u;
+/**
+ * Whitespace as the regexes of the Rust library (Oniguruma: Unicode White_Space) and Rust's char::is_whitespace count
+ * it: JavaScript's \s leaves out U+0085 (NEL), which `\s+(?!\S)` joins to the spaces after it ("a\u0085  b":
+ * "a", "\u0085 ", " b"), so a cut after it is no word boundary.
+ */
+const WHITESPACE = /[\s\u0085]/u;
 /** CJK ideographs BERT's normaliser surrounds with spaces (the BMP blocks; longer texts find plenty of these). */
 const CJK_IDEOGRAPH = /[\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF]/g;
 const SPACE = / /g;
@@ -56,6 +70,12 @@ export interface CutPolicy {
    */
   leftCuts: boolean;
   leftClassCuts: boolean;
+  /**
+   * Cuts after (right) or before (left) an added token's occurrence that overlaps no other added token's
+   * occurrence (addedCut): the added tokens' contents when all are plain (matched in the raw text, no lstrip, rstrip
+   * or single_word), else null.
+   */
+  addedCuts: readonly string[] | null;
   /** WordPiece's max_input_chars_per_word when ASCII runs may be shortened, else 0. */
   wordPieceMaxChars: number;
   /**
@@ -373,6 +393,7 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     classCuts: regexSplitsOnly(tj.pre_tokenizer as Json) && !added.some((t) => t?.single_word === true) ? contents : null,
     leftCuts: !touchesStart(tj.normalizer as Json) && !added.some((t) => t?.rstrip === true || t?.single_word === true),
     leftClassCuts: !prefixSpace(tj.pre_tokenizer as Json),
+    addedCuts: contents.length > 0 && added.every((t) => t?.normalized === false && t.lstrip !== true && t.rstrip !== true && t.single_word !== true && String(t.content ?? "") !== "") ? contents : null,
     wordPieceMaxChars: modelType(model) === "WordPiece" && wordSplit && addedFit && Number.isInteger(maxChars) && maxChars > 0 ? maxChars : 0,
     anyScriptWords: bertWords ? contents : null,
     inWord: inWordPolicy(tj, model as Record<string, unknown>, contents),
@@ -502,7 +523,7 @@ export interface PrefixWindow {
  * found within `maxWidth` of the characters that decide it. `normalize(ch)` is the normaliser's output for one
  * character (cached by the caller).
  */
-export function wordPrefixWindow(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, maxWidth = 64): PrefixWindow | null {
+export function wordPrefixWindow(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, maxWidth = 64, pieces?: PieceCount): PrefixWindow | null {
   const added = policy.added.filter((t) => t.length > 0);
   const reach = added.reduce((m, t) => Math.max(m, [...t].length), 0);
   let c = Math.max(from, 2 * reach + 1);
@@ -542,6 +563,7 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     }
     // added tokens are matched in the raw or the normalised text
     if (added.some((t) => [...t].every((ch) => seen.has(ch)))) return null;
+    if (policy.oneClass && pieces && !oneRegexClass(chars, pieces)) return null;
     let nonAscii = false;
     for (const ch of chars) if (ch.charCodeAt(0) >= 0x80) nonAscii = true;
     // byte-level BPE: a token spanning w boundaries may hold only w - 1 whole characters
@@ -555,10 +577,29 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
 }
 
 /**
- * The first cut position at or after `from` (0 < cut < text.length), or -1 when there is none. `normalize(ch)` is
- * the normaliser's output for one character (class cuts need it).
+ * How many pre-tokens the tokenizer's own pre-tokenizer makes of a (normalised) text: the Rust library's regex
+ * engine decides which characters are letters, numbers or whitespace, not JavaScript's Unicode tables (which know
+ * letters added in Unicode 16 that the library's tables leave unassigned: "\u{10940}!" is one piece there).
  */
-export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, normalize?: (ch: string) => string): number {
+export type PieceCount = (text: string) => number;
+
+/**
+ * Window characters of one class to the library's regex too: each joins the first one into one pre-token, in either
+ * order (a letter and a punctuation mark pass one order at most: "!a" is one piece, "a!" two), so a run of them is
+ * one pre-token.
+ */
+function oneRegexClass(chars: ReadonlySet<string>, pieces: PieceCount): boolean {
+  const [first] = chars;
+  for (const c of chars) if (pieces(first + c) !== 1 || pieces(c + first) !== 1) return false;
+  return true;
+}
+
+/**
+ * The first cut position at or after `from` (0 < cut < text.length), or -1 when there is none. `normalize(ch)` is
+ * the normaliser's output for one character (class cuts need it), `pieces` the pre-tokenizer's count (class cuts and
+ * windows are checked against it where given).
+ */
+export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
   let cut = -1;
   SPACE.lastIndex = Math.max(1, from);
   for (let m = SPACE.exec(text); m; m = SPACE.exec(text)) {
@@ -576,41 +617,98 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
     if (m && (cut < 0 || m.index < cut)) cut = m.index;
   }
   if (policy.classCuts && normalize) {
-    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize);
+    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces);
+    if (at >= 0) cut = at;
+  }
+  if (policy.addedCuts) {
+    const at = addedCut(text, from, cut < 0 ? Math.min(text.length, 4 * from + 65536) : cut, policy.addedCuts, "after");
     if (at >= 0) cut = at;
   }
   return cut;
 }
 
-/** A letter or number followed by a non-space character of another class. */
-const CLASS_CHANGE = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\p{N}\s])/gu;
+/**
+ * The library splits a text at its added tokens first (plain ones: in the raw text, leftmost-longest, never
+ * overlapping) and normalises, pre-tokenizes and tokenizes each part between them alone. An occurrence that overlaps
+ * no other occurrence of an added token is matched in any text that holds it whole, so the text up to its end (or
+ * from its start) is the whole text's parts up to (from) there: its end is a cut, its start a left cut. The first
+ * such end in [from, before) ("after"), or the last such start in (before - 4 (text.length - before), before]
+ * ("before"); -1 when there is none.
+ */
+function addedCut(text: string, from: number, before: number, contents: readonly string[], side: "after" | "before"): number {
+  const longest = contents.reduce((m, c) => Math.max(m, c.length), 0);
+  const lo = side === "after" ? Math.max(0, from - longest) : Math.max(0, before - 4 * (text.length - before));
+  const hi = side === "after" ? Math.min(text.length, before + longest) : Math.min(text.length, before + longest);
+  if (hi <= lo) return -1;
+  const part = text.slice(lo, hi);
+  let best = -1;
+  for (const c of contents) {
+    for (let i = part.indexOf(c); i >= 0; i = part.indexOf(c, i + 1)) {
+      const s = lo + i;
+      const e = s + c.length;
+      const at = side === "after" ? e : s;
+      if (side === "after" && (at >= before || (best >= 0 && at >= best))) break;
+      if (at <= 0 || at >= text.length || (side === "after" ? at < from : at > before || at <= best)) continue;
+      if (isolatedOccurrence(text, s, e, contents)) {
+        best = at;
+        if (side === "after") break;
+      }
+    }
+  }
+  return best;
+}
+
+/** Whether no added token's occurrence but [s, e) itself overlaps [s, e). */
+function isolatedOccurrence(text: string, s: number, e: number, contents: readonly string[]): boolean {
+  const longest = contents.reduce((m, c) => Math.max(m, c.length), 0);
+  const lo = Math.max(0, s - longest + 1);
+  const near = text.slice(lo, e + longest);
+  for (const c of contents) {
+    for (let i = near.indexOf(c); i >= 0 && lo + i < e; i = near.indexOf(c, i + 1)) {
+      if (lo + i + c.length > s && !(lo + i === s && c.length === e - s)) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * A letter or number followed by a non-space character of another class, or a number followed by a number (a cut
+ * only where the pre-tokenizer puts each number alone: Qwen's `\p{N}`).
+ */
+const CLASS_CHANGE = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s])/gu;
 
 /**
  * The first class cut in [from, before) (CutPolicy.classCuts), or -1: both characters around it are their own units
  * for the normaliser (each maps alone to one character of its own class that joins no neighbour), and no added
  * token holds them (so no added token match spans the cut).
  */
-function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string): number {
+function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces?: PieceCount): number {
   CLASS_CHANGE.lastIndex = Math.max(1, from - 1);
   for (let m = CLASS_CHANGE.exec(text); m && m.index < before; m = CLASS_CHANGE.exec(text)) {
     const q = m.index + m[0].length;
-    if (q >= from && classCutAt(text, q, added, normalize)) return q < before ? q : -1;
+    if (q >= from && classCutAt(text, q, added, normalize, pieces)) return q < before ? q : -1;
   }
   return -1;
 }
 
-/** Whether q is a class cut (classCut): the characters around it are of different classes and their own units. */
-function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string): boolean {
+/**
+ * Whether q is a class cut (classCut): the characters around it are of different classes (or both numbers, which
+ * only the pre-tokenizer's count can accept) and their own units; with `pieces`, the pre-tokenizer splits the two
+ * (normalised) characters apart. That is enough for the accepted regexes: a letter's pre-token goes on only into
+ * letters (or after an apostrophe's contraction, which is one piece alone), a number's only into numbers, other
+ * characters' only into others, letters after them, or line breaks, and each of these is one piece alone.
+ */
+function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces?: PieceCount): boolean {
   const low = text.charCodeAt(q - 1);
   const a = text.slice(q >= 2 && low >= 0xdc00 && low <= 0xdfff ? q - 2 : q - 1, q);
   const b = codePointAt(text, q);
   if (b === "" || WHITESPACE.test(b)) return false;
   const ca = classOf(a);
-  if (ca === "O" || classOf(b) === ca) return false;
+  if (ca === "O" || (classOf(b) === ca && !(ca === "N" && pieces))) return false;
   const na = normalize(a);
   const nb = normalize(b);
   const own = (ch: string, n: string) => [...n].length === 1 && !JOINER.test(ch) && !PREPEND.test(ch) && !JOINER.test(n) && !PREPEND.test(n) && classOf(ch) === classOf(n);
-  return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb));
+  return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
 }
 
 /** Cheap class codes by code point for the backward scan (0 not yet known, 1 letter, 2 number, 3 other, 4 space). */
@@ -632,8 +730,13 @@ function classCode(cp: number): number {
  * the suffix starts with the space, which a prefix space, Metaspace's ▁ and byte-level BPE treat as the whole text
  * does; class cuts need no prefix space added (leftClassCuts).
  */
-export function cutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string): number {
-  if (!policy.leftCuts) return -1;
+export function cutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
+  const cut = policy.leftCuts ? textCutAtOrBefore(text, before, policy, normalize, pieces) : -1;
+  return policy.addedCuts ? Math.max(cut, addedCut(text, 0, before, policy.addedCuts, "before")) : cut;
+}
+
+/** cutAtOrBefore's space, ideograph and class cuts. */
+function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
   let cut = -1;
   for (let i = text.lastIndexOf(" ", Math.min(before, text.length - 1)); i > 0; i = text.lastIndexOf(" ", i - 1)) {
     const low = text.charCodeAt(i - 1);
@@ -654,7 +757,7 @@ export function cutAtOrBefore(text: string, before: number, policy: CutPolicy, n
       const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;
       const ca = classCode(prev);
       const cb = classCode(text.codePointAt(q)!);
-      if ((ca === 1 || ca === 2) && cb !== 4 && cb !== ca && classCutAt(text, q, classes, normalize!)) return q;
+      if ((ca === 1 || ca === 2) && cb !== 4 && (cb !== ca || (ca === 2 && pieces)) && classCutAt(text, q, classes, normalize!, pieces)) return q;
     }
   }
   return cut;

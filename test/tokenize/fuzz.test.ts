@@ -10,7 +10,7 @@ import { Tokenizer } from "tokenizers";
 import { Encoder, type Encoded } from "../../src/tokenize/encode";
 import { cutPolicy, wordPrefixWindow } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
-import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, tokenizerText } from "../helpers";
+import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
 import { letters } from "../../bench/workload";
 
 interface FuzzReference {
@@ -299,5 +299,78 @@ describe.skipIf(!existsSync(SHARED))("1,000,000 characters without a space, real
         expect([name, kind, direction, t1 - t0 < (t2 - t1) / 4]).toEqual([name, kind, direction, true]);
       }
     });
+  }
+});
+
+// The Qwen3 / Qwen2.5 pipeline (NFC; Split with Qwen's regex, numbers one by one; byte-level BPE; added tokens,
+// here also the letters-only yes / no of the reranker fixtures): 1,000,000 characters of each kind, both directions,
+// on every Qwen3 fixture (the five share two tokenizer.json files), ids identical to the library's whole-text
+// truncation and a fraction of its time. Texts of words cut at spaces, letters at class and digit cuts, long words
+// inside (windows), letters among the added tokens yes / no after an added token (prefix.ts, addedCut).
+const QWEN3 = ["qwen3-embed", "qwen3-embed-qdrant", "qwen3-rerank", "qwen3-rerank-keep", "qwen3-rerank-seq-cls"];
+const QWEN3_LIMIT: Record<string, () => string> = {
+  "one letter": () => "a".repeat(LIMIT),
+  "ASCII letters": () => letters(LIMIT, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
+  CJK: () => letters(LIMIT, "的一是不了人我在有他这为之大来以个中上们", 4),
+  mixed: () => letters(LIMIT, MIXED, 6),
+  "words, then one long word": () => ("hello world ".repeat(100) + "b".repeat(LIMIT)).slice(0, LIMIT),
+  digits: () => letters(LIMIT, "0123456789", 7),
+  prose: () => "The cat's 12 dogs, and yes: no!\n".repeat(LIMIT / 32),
+  "letters of the added tokens yes / no": () => letters(LIMIT, "yesno", 12),
+};
+
+describe("1,000,000 characters, Qwen3 fixtures (Split regex, byte-level BPE)", () => {
+  test("the five fixtures share two tokenizer.json files", () => {
+    const distinct = new Set(QWEN3.map((name) => tokenizerText(`models/${name}`)));
+    expect(distinct.size).toBe(2);
+  });
+  const seen = new Set<string>();
+  for (const name of QWEN3) {
+    const text = tokenizerText(`models/${name}`)!;
+    const first = !seen.has(text);
+    seen.add(text);
+    // the same tokenizer.json again: the ids only, on one input
+    test(`${name}${first ? "" : " (same tokenizer.json as an earlier one)"}`, async () => {
+      const encoder = await Encoder.create(JSON.parse(text), {}, 512);
+      const rust = Tokenizer.fromString(text);
+      rust.disablePadding();
+      for (const [kind, make] of Object.entries(QWEN3_LIMIT).slice(0, first ? undefined : 1)) {
+        const input = make();
+        expect(input.length).toBeGreaterThanOrEqual(LIMIT - 32);
+        for (const direction of ["right", "left"] as const) {
+          const got = await encoder.encode(input, { direction });
+          // the best of three runs after the first (a burst of load from other processes on the shared machine
+          // once took one run of ~30 ms past a quarter of the library's time)
+          let ours = Infinity;
+          for (let run = 0; run < (first ? 3 : 0); run++) {
+            Bun.gc(true);
+            const t0 = performance.now();
+            await encoder.encode(input, { direction });
+            ours = Math.min(ours, performance.now() - t0);
+          }
+          const t1 = performance.now();
+          const want = await libraryTruncated(rust, 512, input, null, direction);
+          const library = performance.now() - t1;
+          expect([name, kind, direction, Array.from(got.ids)]).toEqual([name, kind, direction, want.ids]);
+          if (first) expect([name, kind, direction, `${ours.toFixed(0)} of ${library.toFixed(0)} ms`, ours < library / 4]).toEqual([name, kind, direction, `${ours.toFixed(0)} of ${library.toFixed(0)} ms`, true]);
+        }
+      }
+    }, 300_000);
+  }
+});
+
+// Around the cut: texts of Qwen3's awkward pieces (whitespace runs before letters and digits, newlines after
+// punctuation, contractions, NFC-composable sequences, added tokens, Unicode 16 letters) long enough to be cut,
+// at lengths that move the cut, against the library (test/tokenize/prefix.test.ts checks every cut point itself).
+const AROUND_CUT = ["  ", " ", "\n", "\r\n", "\t", "'s", "'LL", "'", "1", "23", "!", "?!\n", "..", "a", "bc", "DEF", "日本", "😀", "é", "e\u0301", "\u0301", "A\u030a", "\u1100\u1161", "\u0085  ", "\u00a0", "\u3000", "\u{10940}", "yes", "no", "<|im_end|>", "<|endoftext|>"];
+describe("Qwen3 texts cut near their awkward pieces, identical to the whole text truncated", () => {
+  for (const maxLength of [61, 512, 2048, 4097]) {
+    test(`max length ${maxLength}`, async () => {
+      const inputs: Record<string, string> = {};
+      for (let seed = 1; seed <= 6; seed++) inputs[`seed ${seed}`] = textOfPieces(AROUND_CUT, seed * 7919 + maxLength, 40_000);
+      inputs["spaces before the cut"] = "word ".repeat(3276) + " ".repeat(200) + "tail".repeat(5_000);
+      inputs["digits and apostrophes"] = "it's 1234567890's ".repeat(3_000);
+      await checkLongWords("models/qwen3-embed", maxLength, inputs);
+    }, 120_000);
   }
 });

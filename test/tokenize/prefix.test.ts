@@ -1,0 +1,148 @@
+// Cut points (src/tokenize/prefix.ts) against the Rust library itself: every cut that cutAtOrAfter / cutAtOrBefore
+// takes in a fuzzed text must be a pre-token boundary of the whole text, so the text before it (after it) has
+// exactly the whole text's first (last) tokens. Checked by ids and by the pre-tokens' spans (each token's word id and
+// offsets from the binding), which catch a boundary the whole text does not have even where the ids happen to agree
+// (a piece "\u0085 " tokenized as "\u0085" + " " by a vocabulary that merges neither).
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { Tokenizer, type Encoding } from "tokenizers";
+import { cutAtOrAfter, cutAtOrBefore, cutPolicy, wordPrefixWindow, type PieceCount } from "../../src/tokenize/prefix";
+import { SHARED_TOKENIZERS, textOfPieces, tokenizerText } from "../helpers";
+
+/** Pieces the fuzzed texts are made of: the Qwen3 regex's alternatives and their edges, NFC-composable sequences,
+ * whitespace JavaScript and the library count differently, letters of Unicode 16 (unassigned to the library's
+ * regex engine), added tokens and their letters. */
+const PIECES = [
+  "a", "b", "x", "Z", "ß", "yes", "no", "n", "o", "y", "e", "s", " ", "  ", "\n", "\r\n", "\t", "  \n", " 1", " !", "!a", "a!",
+  "'s", "'S", "'ll", "'re", "'", "1", "23", "4567", "٣", "Ⅻ", "½", "!", "?!", "..", "-",
+  "日", "本語", "😀", "🎉", "\u200d", "é", "e\u0301", "\u0301", "ж", "Å", "A\u030a", "\u1100\u1161", "\u1161", "가",
+  "\u0b47\u0b3e", "\u0b47", "\u0b3e", "\u0600", "\ufeff", "\u2028", "\u00a0", "\u3000",
+  "\u0085", "\u0085 ", "\u0085  ", " \u0085", "\u{10940}", "\u{10940}!", "\u{2ebf0}", "\u{1e030}",
+  "<|endoftext|>", "<|im_start|>", "<|im_end|>",
+];
+
+/** The character span of each pre-token (tokens of one word id; an added token alone), shifted by `shift`. */
+function spans(e: Encoding, shift = 0): string[] {
+  const words = e.getWordIds();
+  const offsets = e.getOffsets();
+  const out: string[] = [];
+  let current: string | null = null;
+  let a = 0;
+  let b = 0;
+  for (let i = 0; i < offsets.length; i++) {
+    const key = words[i] === null || words[i] === undefined ? `added ${i}` : `word ${words[i]}`;
+    if (key !== current) {
+      if (current !== null) out.push(`${a + shift}-${b + shift}`);
+      current = key;
+      a = offsets[i]![0]!;
+    }
+    b = offsets[i]![1]!;
+  }
+  if (current !== null) out.push(`${a + shift}-${b + shift}`);
+  return out;
+}
+
+const CONTENT = { addSpecialTokens: false } as const;
+
+/** Every cut of `texts` (right and left) against the whole text: ids and pre-token spans. Returns how many were checked. */
+async function checkCuts(label: string, json: Record<string, unknown>, texts: string[]): Promise<{ right: number; left: number }> {
+  const policy = cutPolicy(json)!;
+  expect(policy, label).not.toBeNull();
+  const rust = Tokenizer.fromString(JSON.stringify(json));
+  const normalizer = rust.getNormalizer();
+  const preTokenizer = rust.getPreTokenizer()!;
+  const normalize = (ch: string) => (normalizer ? normalizer.normalizeString(ch) : ch);
+  const pieces: PieceCount = (s) => preTokenizer.preTokenizeString(s).length;
+  let right = 0;
+  let left = 0;
+  for (const text of texts) {
+    const whole = await rust.encode(text, null, CONTENT);
+    const ids = whole.getIds();
+    const wholeSpans = spans(whole);
+    const rights = new Set<number>();
+    const lefts = new Set<number>();
+    for (let i = 1; i < text.length; i++) {
+      rights.add(cutAtOrAfter(text, i, policy, normalize, pieces));
+      lefts.add(cutAtOrBefore(text, i, policy, normalize, pieces));
+    }
+    rights.delete(-1);
+    lefts.delete(-1);
+    for (const q of rights) {
+      const e = await rust.encode(text.slice(0, q), null, CONTENT);
+      const got = { ids: e.getIds(), spans: spans(e) };
+      const want = { ids: ids.slice(0, got.ids.length), spans: wholeSpans.slice(0, got.spans.length) };
+      expect([label, "right", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), got]).toEqual([label, "right", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), want]);
+      right++;
+    }
+    for (const q of lefts) {
+      const e = await rust.encode(text.slice(q), null, CONTENT);
+      const got = { ids: e.getIds(), spans: spans(e, [...text.slice(0, q)].length) };
+      const want = { ids: ids.slice(ids.length - got.ids.length), spans: wholeSpans.slice(wholeSpans.length - got.spans.length) };
+      expect([label, "left", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), got]).toEqual([label, "left", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), want]);
+      left++;
+    }
+  }
+  return { right, left };
+}
+
+const texts = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(PIECES, seed * 1000 + i, 100 + ((i * 61) % 240)));
+const qwen = () => JSON.parse(tokenizerText("models/qwen3-embed")!) as Record<string, any>;
+
+describe("cut points are pre-token boundaries of the whole text (ids and pre-token spans, both directions)", () => {
+  test("Qwen3 (Split regex with single digits, NFC, byte-level BPE, added tokens yes / no)", async () => {
+    const n = await checkCuts("qwen3-embed", qwen(), texts(1, 40));
+    // every kind of cut is taken: space, class, digit and added-token cuts
+    expect(n.right).toBeGreaterThan(1000);
+    expect(n.left).toBeGreaterThan(1000);
+  }, 120_000);
+
+  test("added tokens that overlap each other: only an occurrence that overlaps none is a cut", async () => {
+    const json = qwen();
+    for (const [k, content] of ["sno", "es", "yesno", "oy", "nn"].entries()) {
+      json.added_tokens.push({ id: 2000 + k, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false });
+    }
+    await checkCuts("qwen3-embed + overlapping added tokens", json, texts(2, 30));
+  }, 120_000);
+
+  test("the Llama 3 regex (numbers in threes): no cut between two digits", async () => {
+    const json = qwen();
+    json.pre_tokenizer.pretokenizers[0].pattern.Regex = json.pre_tokenizer.pretokenizers[0].pattern.Regex.replace("\\p{N}|", "\\p{N}{1,3}|");
+    expect(json.pre_tokenizer.pretokenizers[0].pattern.Regex).toContain("\\p{N}{1,3}");
+    await checkCuts("qwen3-embed with the Llama 3 regex", json, texts(3, 30));
+  }, 120_000);
+
+  test.skipIf(!existsSync(SHARED_TOKENIZERS))("GPT-2's byte-level regex (roberta-base)", async () => {
+    await checkCuts("roberta-base", JSON.parse(tokenizerText("shared/roberta-base.tokenizer.json")!), texts(4, 30));
+  }, 120_000);
+
+  test("a vocabulary that merges U+0085 with a space: no cut after U+0085 (JavaScript's \\s leaves it out, the library's regex does not)", async () => {
+    const json = qwen();
+    // byte-level symbols of U+0085 (bytes 0xC2 0x85) and of the space, as GPT-2's byte-to-character map writes them
+    const nel = "\u00c2\u0127";
+    const merged = nel + "\u0120";
+    const next = 3000;
+    json.model.vocab[nel] ??= next;
+    json.model.vocab[merged] = next + 1;
+    json.model.merges.unshift(["\u00c2", "\u0127"], [nel, "\u0120"]);
+    const rust = Tokenizer.fromString(JSON.stringify(json));
+    // the whole text's piece "\u0085 " is one token, the text cut after U+0085 ends in another
+    const whole = (await rust.encode("a\u0085  b", null, CONTENT)).getIds();
+    expect(whole).toContain(next + 1);
+    const n = await checkCuts("qwen3-embed merging U+0085 and a space", json, ["a\u0085  b".repeat(20), texts(5, 10).join("\u0085  ")]);
+    expect(n.right).toBeGreaterThan(20);
+  }, 120_000);
+
+  test("a window inside a long word holds letters of one class to the library's regex, not only to JavaScript's tables", () => {
+    const json = qwen();
+    const policy = cutPolicy(json)!.inWord!;
+    const rust = Tokenizer.fromString(JSON.stringify(json));
+    const preTokenizer = rust.getPreTokenizer()!;
+    const pieces: PieceCount = (s) => preTokenizer.preTokenizeString(s).length;
+    // U+10940 (Unicode 16) is a letter to JavaScript and unassigned (not a letter) to the library
+    expect(pieces("a\u{10940}")).toBe(2);
+    const word = "ab\u{10940}".repeat(2000);
+    expect(wordPrefixWindow(word, 1000, policy, (c) => c)).not.toBeNull();
+    expect(wordPrefixWindow(word, 1000, policy, (c) => c, 64, pieces)).toBeNull();
+    expect(wordPrefixWindow("ab".repeat(3000), 1000, policy, (c) => c, 64, pieces)).not.toBeNull();
+  });
+});
