@@ -13,7 +13,9 @@
 //   byte-level regex or the CLIP / Llama-3 / Qwen split regexes holds a non-space character followed by a space
 //   (whitespace as the library's regex engine counts it: U+0085 too, which `\s+(?!\S)` joins to the spaces after it);
 // - models encode word by word (WordPiece, BPE, Unigram, WordLevel);
-// - no added token contains whitespace (added tokens are matched in the raw text before everything else).
+// - no added token match spans the cut (added tokens are matched in the raw text, then in the normalised pieces
+//   between those matches, before everything else): one without whitespace cannot; one with whitespace (PyLate
+//   ColBERT's "[Q] " and "[D] ") is looked for around each cut (addedSpans).
 // With BERT's normaliser, which surrounds CJK ideographs with spaces, the position before an ideograph is a cut too.
 // Under the regex pre-tokenizers (GPT-2 byte-level, CLIP, Llama 3, Qwen2 / Qwen3) so is the position after a letter or
 // number followed by a non-space character of another class, or after a number followed by a number where the
@@ -86,6 +88,18 @@ export interface CutPolicy {
   anyScriptWords: readonly string[] | null;
   /** How a long word (no cut point) may be cut inside (wordPrefixWindow), or null when it is tokenized whole. */
   inWord: InWordPolicy | null;
+  /** Added tokens that contain whitespace, which a space or ideograph cut must not split (addedSpans), or null. */
+  spaced: SpacedAdded | null;
+}
+
+/**
+ * Added tokens whose content holds whitespace (PyLate ColBERT's "[Q] " and "[D] "), none with lstrip, rstrip or
+ * single_word: `raw`, those matched in the raw text (normalized: false); `normalized`, those matched in the
+ * normalised pieces, whose pattern is the content normalised (the normaliser works per character: perCharNormalizer).
+ */
+export interface SpacedAdded {
+  raw: readonly string[];
+  normalized: readonly string[];
 }
 
 /**
@@ -263,7 +277,7 @@ function hasByteLevel(p: Json): boolean {
 }
 
 /** The in-word policy of a BPE (no dropout) or Unigram tokenizer.json, else null. */
-function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown>, added: string[]): InWordPolicy | null {
+function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown>, added: string[], spaced: boolean): InWordPolicy | null {
   const pre = tj.pre_tokenizer as Json;
   if (!lettersTogether(pre)) return null;
   let vocab: string[];
@@ -286,7 +300,9 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
   } else return null;
   let tokenText: string | null = null;
   const byteLevel = kind === "bpe-bytes";
-  const marker = kind === "unigram" && onlyMetaspace(pre) ? wordMarker(pre) : null;
+  // the replica reads a word from the space before it to the one after it: an added token with whitespace could
+  // take those spaces (no check for that there)
+  const marker = kind === "unigram" && onlyMetaspace(pre) && !spaced ? wordMarker(pre) : null;
   return {
     model: kind,
     tokenText: () => {
@@ -377,7 +393,8 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
   if (!model || !["WordPiece", "BPE", "Unigram", "WordLevel"].includes(modelType(model))) return null;
   const added = list(tj.added_tokens);
   const contents = added.map((t) => String(t?.content ?? ""));
-  if (contents.some((c) => WHITESPACE.test(c))) return null;
+  const spaced = spacedAdded(added, tj.normalizer as Json);
+  if (spaced === undefined) return null;
   if (!normalizerLocal(tj.normalizer as Json) || !splitsAtSpaces(tj.pre_tokenizer as Json)) return null;
   const bert = findBert(tj.normalizer as Json);
   // An added token holding an ideograph could be cut in two; a single_word one sees the text's end as a boundary.
@@ -396,8 +413,90 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     addedCuts: contents.length > 0 && added.every((t) => t?.normalized === false && t.lstrip !== true && t.rstrip !== true && t.single_word !== true && String(t.content ?? "") !== "") ? contents : null,
     wordPieceMaxChars: modelType(model) === "WordPiece" && wordSplit && addedFit && Number.isInteger(maxChars) && maxChars > 0 ? maxChars : 0,
     anyScriptWords: bertWords ? contents : null,
-    inWord: inWordPolicy(tj, model as Record<string, unknown>, contents),
+    inWord: inWordPolicy(tj, model as Record<string, unknown>, contents, spaced !== null),
+    spaced,
   };
+}
+
+/**
+ * The added tokens that hold whitespace (SpacedAdded), null when there are none, undefined when a cut could not be
+ * proven around them (lstrip / rstrip / single_word move or refuse a match by what lies around it; a normalised one
+ * behind a normaliser that is not per character).
+ */
+function spacedAdded(added: Json[], normalizer: Json): SpacedAdded | null | undefined {
+  // U+0085 is whitespace to the Rust library (and to BERT's cleaning, which makes it a space), not to \s
+  const spaced = added.filter((t) => /[\s\u0085]/u.test(String(t?.content ?? "")));
+  if (spaced.length === 0) return null;
+  if (spaced.some((t) => t?.lstrip === true || t?.rstrip === true || t?.single_word === true)) return undefined;
+  const normalized = spaced.filter((t) => t?.normalized !== false).map((t) => String(t!.content));
+  if (normalized.length > 0 && !perCharNormalizer(normalizer)) return undefined;
+  return { raw: spaced.filter((t) => t?.normalized === false).map((t) => String(t!.content)), normalized };
+}
+
+/**
+ * Normalisers whose output is each character's output alone, concatenated, but for canonical reordering of
+ * combining marks (NFD / NFKD: addedSpans refuses marks): BERT's (cleaning, CJK spacing, accent stripping,
+ * lowercasing, all per character), Lowercase (per character, no final-sigma rule), NFD, NFKD, StripAccents.
+ */
+function perCharNormalizer(n: Json): boolean {
+  if (!n) return true;
+  if (n.type === "Sequence") return list(n.normalizers).every(perCharNormalizer);
+  return ["BertNormalizer", "Lowercase", "NFD", "NFKD", "StripAccents"].includes(String(n.type));
+}
+
+/** Characters looked at on each side of a cut, beyond the longest token, before addedSpans gives up. */
+const SPAN_SLACK = 64;
+const MARK = /\p{M}/u;
+
+/**
+ * Whether an added token with whitespace (CutPolicy.spaced) may match across position i (covering text[i - 1] and
+ * text[i]), in the raw text or in the normalised one; true also when that cannot be ruled out (no normaliser given,
+ * combining marks near i, whose order the normaliser may change, or more than SPAN_SLACK characters that normalise
+ * to nothing). Added tokens are matched leftmost-longest (Aho-Corasick), left to right: when no occurrence of any
+ * of them covers both sides of i, the matches that end by i are the same in the text and in its part before i, and
+ * those that start at or after i the same in the text and in its part after i; the pieces between matches are cut
+ * at i and nowhere else. The normalised text around i is each character's normalisation (perCharNormalizer), a
+ * superset of what each piece normalises to (a raw match removes characters, it adds none).
+ */
+export function addedSpans(text: string, i: number, spaced: SpacedAdded, normalize?: (ch: string) => string): boolean {
+  for (const t of spaced.raw) {
+    for (let s = text.indexOf(t, Math.max(0, i - t.length + 1)); s >= 0 && s < i; s = text.indexOf(t, s + 1)) {
+      if (s + t.length > i) return true;
+    }
+  }
+  if (spaced.normalized.length === 0) return false;
+  if (!normalize) return true;
+  const patterns = spaced.normalized.map((t) => [...t].map(normalize).join(""));
+  // the library normalises a token's content whole: marks in it may be reordered
+  if (patterns.some((t) => MARK.test(t))) return true;
+  const reach = patterns.reduce((m, t) => Math.max(m, t.length), 0) - 1;
+  let left = "";
+  let a = i;
+  for (let steps = 0; left.length < reach && a > 0; steps++) {
+    if (steps > reach + SPAN_SLACK) return true;
+    const low = text.charCodeAt(a - 1);
+    a -= a >= 2 && low >= 0xdc00 && low <= 0xdfff ? 2 : 1;
+    const n = normalize(codePointAt(text, a));
+    if (MARK.test(n)) return true;
+    left = n + left;
+  }
+  let right = "";
+  let b = i;
+  for (let steps = 0; right.length < reach && b < text.length; steps++) {
+    if (steps > reach + SPAN_SLACK) return true;
+    const ch = codePointAt(text, b);
+    const n = normalize(ch);
+    if (MARK.test(n)) return true;
+    right += n;
+    b += ch.length;
+  }
+  const around = left + right;
+  for (const t of patterns) {
+    for (let s = around.indexOf(t, Math.max(0, left.length - t.length + 1)); s >= 0 && s < left.length; s = around.indexOf(t, s + 1)) {
+      if (s + t.length > left.length) return true;
+    }
+  }
+  return false;
 }
 
 /**
@@ -601,20 +700,26 @@ function oneRegexClass(chars: ReadonlySet<string>, pieces: PieceCount): boolean 
  */
 export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
   let cut = -1;
+  const spaced = policy.spaced;
   SPACE.lastIndex = Math.max(1, from);
   for (let m = SPACE.exec(text); m; m = SPACE.exec(text)) {
     const before = text.charCodeAt(m.index - 1);
     // A low surrogate's code point is checked whole; whitespace and Prepend characters are all in the BMP.
     const prev = before >= 0xdc00 && before <= 0xdfff ? "x" : String.fromCharCode(before);
-    if (!WHITESPACE.test(prev) && !PREPEND.test(prev)) {
+    if (!WHITESPACE.test(prev) && !PREPEND.test(prev) && !(spaced && addedSpans(text, m.index, spaced, normalize))) {
       cut = m.index;
       break;
     }
   }
   if (policy.ideographs) {
     CJK_IDEOGRAPH.lastIndex = Math.max(1, from);
-    const m = CJK_IDEOGRAPH.exec(text);
-    if (m && (cut < 0 || m.index < cut)) cut = m.index;
+    for (let m = CJK_IDEOGRAPH.exec(text); m && (cut < 0 || m.index < cut); m = CJK_IDEOGRAPH.exec(text)) {
+      // BERT's normaliser puts a space before the ideograph, which an added token may end with
+      if (!(spaced && addedSpans(text, m.index, spaced, normalize))) {
+        cut = m.index;
+        break;
+      }
+    }
   }
   if (policy.classCuts && normalize) {
     const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces);
@@ -738,10 +843,11 @@ export function cutAtOrBefore(text: string, before: number, policy: CutPolicy, n
 /** cutAtOrBefore's space, ideograph and class cuts. */
 function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
   let cut = -1;
+  const spaced = policy.spaced;
   for (let i = text.lastIndexOf(" ", Math.min(before, text.length - 1)); i > 0; i = text.lastIndexOf(" ", i - 1)) {
     const low = text.charCodeAt(i - 1);
     const prev = low >= 0xdc00 && low <= 0xdfff ? "x" : String.fromCharCode(low);
-    if (!WHITESPACE.test(prev) && !PREPEND.test(prev)) {
+    if (!WHITESPACE.test(prev) && !PREPEND.test(prev) && !(spaced && addedSpans(text, i, spaced, normalize))) {
       cut = i;
       break;
     }
@@ -751,7 +857,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
   for (let q = Math.min(before, text.length - 1); q > cut && q > 0; q--) {
     const c = text.charCodeAt(q);
     if (c >= 0xdc00 && c <= 0xdfff) continue;
-    if (policy.ideographs && ((c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff))) return q;
+    if (policy.ideographs && ((c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff)) && !(spaced && addedSpans(text, q, spaced, normalize))) return q;
     if (classes) {
       const low = text.charCodeAt(q - 1);
       const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;
