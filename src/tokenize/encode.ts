@@ -222,6 +222,9 @@ export class Encoder {
       if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.suffixes && Number.isFinite(need)) {
         const inside = await this.wordSuffix(text, need, cuts.inWord);
         if (inside) return inside;
+        // one character repeated, whose suffixes' tokens shift with their length: the run's period
+        const periodic = await this.runSuffix(text, from, need, cuts, cuts.inWord);
+        if (periodic) return periodic;
       }
       if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.unigram && Number.isFinite(need)) {
         // a long Unigram word near the end: the model replicated on the whole word
@@ -301,6 +304,87 @@ export class Encoder {
   }
 
   /**
+   * The last `need` or more content ids of a text whose long word around `from` is one ASCII character repeated to
+   * the word's end (byte-level BPE, InWordPolicy.suffixes; the word followed by the text's end or a cut), or null.
+   * A boundary of a BPE word's tokens splits it: the tokens left of it are the left part's alone and those right of
+   * it the right part's alone (no merge crosses it, and each side's merges run in the same order alone). The run's
+   * period (runPeriod) gives T(c^n) = [t0] + T(c^(n - q)) for every n >= n1, so T(c^n) ends with T(c^r) for every r
+   * = n - k q >= n1 - q. The word's tokens (from the cut before it, whose few characters before the run may join
+   * its first symbols) have a boundary b inside the run: the end of the tokens that all prefixes ending in a window
+   * of the run begin with (wordPrefixWindow); the run's part after b is c^L tokenized alone, which ends with T(c^r)
+   * for r = L - k q: the text from there to its end is tokenized, r chosen so that it holds `need` tokens.
+   */
+  private async runSuffix(text: string, from: number, need: number, cuts: CutPolicy, policy: InWordPolicy): Promise<Content | null> {
+    const ch = text[from];
+    if (!policy.suffixes || policy.ignoreMerges || ch === undefined || ch.charCodeAt(0) >= 0x80) return null;
+    let start = from;
+    while (start > 0 && text[start - 1] === ch) start--;
+    let end = from;
+    while (end < text.length && text[end] === ch) end++;
+    if (end < text.length && cutAtOrBefore(text, end, cuts, this.normalizeChar) !== end) return null;
+    // the cut before the word: the characters between it and the run are tokenized with the run's first part
+    const before = start === 0 ? 0 : Math.max(0, cutAtOrBefore(text, start, cuts, this.normalizeChar));
+    if (start - before > RUN_LEAD_CHARS) return null;
+    const period = await this.runPeriod(ch, policy);
+    if (!period) return null;
+    const win = wordPrefixWindow(text, start, policy, this.normalizeChar);
+    if (!win || win.ends[0]! <= start || win.ends[win.ends.length - 1]! >= end) return null;
+    const lead = await this.prefixTokens(win.ends.map((e) => text.slice(before, e)), policy);
+    const common = commonFirstTokens(lead.ids, lead.offsets);
+    if (common === 0) return null;
+    // code points to UTF-16: the lead may hold astral characters, the run none
+    const boundary = codePointIndex(text, before, lead.offsets[0]![common - 1]![1]!);
+    if (boundary < start || boundary >= end) return null;
+    const { token, q, n1 } = period;
+    const length = end - boundary;
+    const rest = length < n1 ? length : length - q * Math.ceil((length - n1 + 1) / q);
+    const repeats = Math.min((length - rest) / q, need);
+    const run = rest + repeats * q;
+    const encoding = await this.tokenizer.encode(text.slice(end - run), null, CONTENT_ONLY);
+    const ids = encoding.getIds();
+    if (ids.length < need) return null;
+    // T(c^run) begins with `repeats` times the period's token (a check of the argument, not a part of it)
+    if (!this.sameIds(ids, 0, new Int32Array(repeats).fill(token), 0, repeats)) return null;
+    return { ids: Int32Array.from(ids), words: null, tokens: "some" };
+  }
+
+  /**
+   * The period of a run of one ASCII character under byte-level BPE: the first token `token` (q characters) of the
+   * prefixes that end in a window of the run (wordPrefixWindow), which every run of n >= n1 characters (n1: the
+   * window's last end) begins with, so that T(c^n) = [token] + T(c^(n - q)). Checked on the runs of n1 .. n1 + q - 1
+   * characters (a disagreement, e.g. merges the argument does not model, gives null: the text is tokenized as
+   * before). Cached per character.
+   */
+  private async runPeriod(ch: string, policy: InWordPolicy): Promise<RunPeriod | null> {
+    const cached = this.runPeriods.get(ch);
+    if (cached !== undefined) return cached;
+    let period: RunPeriod | null = null;
+    const run = ch.repeat(RUN_PERIOD_CHARS);
+    const win = wordPrefixWindow(run, 64, policy, this.normalizeChar);
+    if (win) {
+      const { ids, offsets } = await this.prefixTokens(win.ends.map((e) => run.slice(0, e)), policy);
+      if (commonFirstTokens(ids, offsets) > 0) {
+        const token = ids[0]![0]!;
+        const q = offsets[0]![0]![1]!;
+        const n1 = win.ends[win.ends.length - 1]!;
+        const sizes = Array.from({ length: q }, (_, r) => n1 + r);
+        const [longer, shorter] = await Promise.all([
+          this.tokenizer.encodeBatch(sizes.map((n) => run.slice(0, n)), CONTENT_ONLY),
+          this.tokenizer.encodeBatch(sizes.map((n) => run.slice(0, n - q)), CONTENT_ONLY),
+        ]);
+        const holds = longer.every((e, r) => {
+          const [a, b] = [e.getIds(), shorter[r]!.getIds()];
+          return this.sameIds(a, 1, b, 0, b.length, a[0] === token && a.length === b.length + 1);
+        });
+        if (holds && q > 0 && n1 + q <= run.length) period = { token, q, n1 };
+      }
+    }
+    this.runPeriods.set(ch, period);
+    return period;
+  }
+  private readonly runPeriods = new Map<string, RunPeriod | null>();
+
+  /**
    * The first `need` or more content ids of a text from prefixes that end inside a word (prefix.ts, InWordPolicy):
    * the tokens that every prefix ending in a window begin with. Windows start after 4 characters per token needed
    * and move 4x further while too few tokens are common; null when no window is found, or when the next one would
@@ -319,12 +403,7 @@ export class Encoder {
         continue;
       }
       const { ids, offsets, words: wordIds } = await this.prefixTokens(win.ends.map((end) => text.slice(0, end)), policy);
-      let common = 0;
-      for (;; common++) {
-        const id = ids[0]![common];
-        const at = offsets[0]![common];
-        if (id === undefined || !ids.every((x, j) => x[common] === id && offsets[j]![common]![1] === at![1] && offsets[j]![common]![0] === at![0])) break;
-      }
+      let common = commonFirstTokens(ids, offsets);
       // Prefixes that agree on no token (a run of one letter, whose path shifts with its length) are given up at once.
       if (common === 0) return null;
       // a fused unknown token at the end may go on in the whole text
@@ -340,8 +419,9 @@ export class Encoder {
   }
 
   /**
-   * How often the Unigram replica (unigram.ts) was checked against the binding on a long word: `same`, or `differ`
-   * (then the text was tokenized as before, whole where nothing else cuts it).
+   * How often the Unigram replica (unigram.ts) or a run's period (runPeriod, runSuffix) was checked against the
+   * binding on a long word: `same`, or `differ` (then the text was tokenized as before, whole where nothing else
+   * cuts it).
    */
   readonly wordPathChecks = { same: 0, differ: 0 };
 
@@ -644,6 +724,38 @@ export class Encoder {
   decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
     return this.tokenizer.decode([...ids], skipSpecialTokens);
   }
+}
+
+/** Periodic structure of a run of one character (Encoder.runPeriod). */
+interface RunPeriod {
+  token: number;
+  q: number;
+  n1: number;
+}
+
+/** Characters between the cut before a word and its run of one character that runSuffix tokenizes with the run. */
+const RUN_LEAD_CHARS = 256;
+/** Length of the run runPeriod looks for its window in. */
+const RUN_PERIOD_CHARS = 4096;
+
+/**
+ * How many first tokens every encoding of a window's prefixes shares (same id, same offsets): those of the whole
+ * text (prefix.ts, InWordPolicy).
+ */
+function commonFirstTokens(ids: number[][], offsets: number[][][]): number {
+  let common = 0;
+  for (;; common++) {
+    const id = ids[0]![common];
+    const at = offsets[0]![common];
+    if (id === undefined || !ids.every((x, j) => x[common] === id && offsets[j]![common]![1] === at![1] && offsets[j]![common]![0] === at![0])) return common;
+  }
+}
+
+/** The UTF-16 index in `text` of the code point `count` code points after UTF-16 index `from`. */
+function codePointIndex(text: string, from: number, count: number): number {
+  let i = from;
+  for (let k = 0; k < count && i < text.length; k++) i += text.codePointAt(i)! > 0xffff ? 2 : 1;
+  return i;
 }
 
 /** Code points in a string. */

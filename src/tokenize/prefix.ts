@@ -139,6 +139,8 @@ export interface InWordPolicy {
   endOfWordSuffix: boolean;
   /** Byte-level BPE whose vocabulary has every byte: any character is symbols that are never unknown. */
   everyByte: boolean;
+  /** BPE that takes a word found whole in the vocabulary as one token before any merge (ignore_merges). */
+  ignoreMerges: boolean;
   /**
    * Byte-level BPE without a prefix space or continuing-subword prefix: suffixes starting in a window have the whole
    * word's last tokens too (merges right of a boundary run as on the suffix alone; its start gets no marker).
@@ -319,6 +321,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     oneClass: kind !== "unigram" || !onlyMetaspace(pre),
     endOfWordSuffix,
     everyByte: kind === "bpe-bytes" && allBytes(vocab),
+    ignoreMerges: model.ignore_merges === true,
     suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
     unigram: marker ? { vocab: { pieces: vocab, scores: Float64Array.from(model.vocab as unknown[], (e) => Number((e as unknown[])[1])), unknownId: Number.isInteger(model.unk_id) ? (model.unk_id as number) : null, byteFallback: model.byte_fallback === true }, marker } : null,
   };

@@ -12,6 +12,7 @@ import { cutPolicy, wordPrefixWindow } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
 import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
 import { letters } from "../../bench/workload";
+import { EMOJI, MIXED, cjk, expectAtLimit, type LimitCase } from "./at-limit";
 
 interface FuzzReference {
   tokenizers_version: string;
@@ -184,14 +185,6 @@ describe.skipIf(!existsSync(SHARED))("long texts, real published tokenizers", ()
 // agree, or after a character no Unigram piece holds; WordPiece runs that become one [UNK] are shortened; regex
 // pre-tokenizers are cut between classes (src/tokenize/prefix.ts). Against the whole text through the binding,
 // truncated by the library.
-/** n CJK ideographs cycling through 20,000 of them (most are not pieces of xlm-roberta's or t5's vocabulary). */
-function cjk(n: number): string {
-  const out: string[] = new Array(n);
-  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
-  return out.join("");
-}
-const EMOJI = "😀🎉🚀🔥💡🌍🍕🐱";
-const MIXED = "abcxyzéжд日本語😀🎉1234!?.-";
 const LONG_WORDS: Record<string, string> = {
   "one letter": "a".repeat(60_000),
   "ASCII letters": letters(60_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
@@ -232,6 +225,52 @@ describe("long words without spaces: cut inside the word, identical to the whole
   });
 });
 
+// One character repeated to a word's end, cut on the left: suffixes starting in a window never agree (a run's
+// tokens shift with its length), so the run's period is used (encode.ts runSuffix / runPeriod): each residue of the
+// run's length, behind characters that join its first tokens (" " before "a" merges first in the variant), and with a
+// cut after it.
+const RUN_LEADS = ["", " ", "x", "hé", "😀", "hello world ", "!"];
+const RUN_TAILS = ["", " hello", "!!", " world!"];
+function runInputs(ch: string, period: number, leads = RUN_LEADS, tails = RUN_TAILS): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const lead of leads) for (const tail of tails) for (let d = 0; d < period; d++) out[`${JSON.stringify(lead)} + ${ch} x ${17_000 + d} + ${JSON.stringify(tail)}`] = lead + ch.repeat(17_000 + d) + tail;
+  return out;
+}
+
+/** roberta-cls with runs of "a" merged up to 8 (its own tokens are single letters there) and " a" merged first. */
+function periodicVariant(): string {
+  const json = JSON.parse(tokenizerText("models/roberta-cls")!);
+  let next = 1 + Math.max(...(Object.values(json.model.vocab) as number[]), ...json.added_tokens.map((t: { id: number }) => t.id));
+  for (const t of ["aa", "aaa", "aaaa", "aaaaaaa", "aaaaaaaa", "Ġaa", "Ġaaaa"]) json.model.vocab[t] = next++;
+  json.model.merges = [["Ġ", "a"], ["a", "a"], ["aa", "aa"], ["aa", "a"], ["aaaa", "aaaa"], ["aaaa", "aaa"], ["Ġ", "aa"], ["Ġaa", "aa"], ...json.model.merges.slice(1)];
+  return JSON.stringify(json);
+}
+
+describe("one character repeated, cut on the left through the run's period", () => {
+  test("roberta-cls with runs of a merged (period 8)", async () => {
+    const encoder = await expectLibraryIds("periodic roberta-cls", periodicVariant(), 61, runInputs("a", 8));
+    expect(encoder.wordPathChecks.differ).toBe(0);
+    expect(encoder.wordPathChecks.same).toBeGreaterThan(0);
+  });
+});
+
+describe.skipIf(!existsSync(SHARED))("one character repeated, cut on the left, real published tokenizers", () => {
+  for (const name of ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json"]) {
+    test(name, async () => {
+      // "a": period 4 (roberta) / 8 (CLIP), "!": 8 / 16
+      const encoder = await expectLibraryIds(name, tokenizerText(name)!, 509, { ...runInputs("a", 8, [" ", "hé", "hello world "], ["", "!!"]), ...runInputs("!", 16, ["", "x"], ["", " hello"]) });
+      expect(encoder.wordPathChecks.differ).toBe(0);
+      expect(encoder.wordPathChecks.same).toBeGreaterThan(0);
+    });
+  }
+});
+
+describe.skipIf(!existsSync(SHARED))("1,000,000 characters, one letter cut on the left through the run's period", () => {
+  for (const name of ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json"]) {
+    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["one letter", "left"], ["words, then one letter", "left"]]));
+  }
+});
+
 describe.skipIf(!existsSync(SHARED))("long words without spaces, real published tokenizers", () => {
   for (const name of sharedNames) test(name, () => checkLongWords(name, 509));
 
@@ -264,42 +303,15 @@ describe.skipIf(!existsSync(SHARED))("long words without spaces, real published 
 // words on the left through the model replicated: unigram.ts, more in unigram.test.ts). The server's ids against the
 // whole text truncated by the library, and
 // the time: the whole text costs the library 1-9 s here, the server a small part of it.
-const AT_LIMIT: Record<string, Array<[string, "right" | "left"]>> = {
+const AT_LIMIT: Record<string, LimitCase[]> = {
   "shared/bert-base-uncased.tokenizer.json": [["Cyrillic", "right"], ["emoji", "left"]],
   "shared/roberta-base.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["emoji", "left"]],
   "shared/clip-vit-base-patch32.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["mixed", "left"]],
   "shared/t5-small.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["Cyrillic", "right"], ["Cyrillic", "left"]],
   "shared/xlm-roberta-unigram.tokenizer.json.gz": [["CJK, 20,000 ideographs", "right"], ["mixed", "right"]],
 };
-const LIMIT = 1_000_000;
-const limitInput = (kind: string): string =>
-  kind === "Cyrillic" ? letters(LIMIT, "абвгдеёжзийклмнопрст", 3)
-  : kind === "emoji" ? letters(LIMIT, EMOJI, 9)
-  : kind === "mixed" ? letters(LIMIT, MIXED, 6)
-  : cjk(LIMIT);
-
 describe.skipIf(!existsSync(SHARED))("1,000,000 characters without a space, real published tokenizers", () => {
-  for (const [name, kinds] of Object.entries(AT_LIMIT)) {
-    test(name, async () => {
-      const text = tokenizerText(name)!;
-      const encoder = await Encoder.create(JSON.parse(text), {}, 512);
-      const rust = Tokenizer.fromString(text);
-      rust.disablePadding();
-      for (const [kind, direction] of kinds) {
-        const input = limitInput(kind);
-        const got = await encoder.encode(input, { direction });
-        // timed on a second run (the first also fills the per-character caches)
-        const t0 = performance.now();
-        await encoder.encode(input, { direction });
-        const t1 = performance.now();
-        const want = await libraryTruncated(rust, 512, input, null, direction);
-        const t2 = performance.now();
-        expect([name, kind, direction, Array.from(got.ids)]).toEqual([name, kind, direction, want.ids]);
-        // a fraction of the whole text's time (load on a shared machine slows both alike)
-        expect([name, kind, direction, t1 - t0 < (t2 - t1) / 4]).toEqual([name, kind, direction, true]);
-      }
-    });
-  }
+  for (const [name, kinds] of Object.entries(AT_LIMIT)) test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, kinds));
 });
 
 // The Qwen3 / Qwen2.5 pipeline (NFC; Split with Qwen's regex, numbers one by one; byte-level BPE; added tokens,

@@ -11,6 +11,7 @@ import { Encoder, longestFirst, longestFirstBounded, type Counted } from "../../
 import { cutPolicy } from "../../src/tokenize/prefix";
 import { SHARED_TOKENIZERS as SHARED, tokenizerText } from "../helpers";
 import { letters } from "../../bench/workload";
+import { expectAtLimit } from "./at-limit";
 
 
 describe("longest-first with lower bounds", () => {
@@ -141,22 +142,6 @@ describe.skipIf(!existsSync(SHARED))("pairs with a long-word member, real publis
 // further, not whole), against the library's truncation of the whole pair.
 describe.skipIf(!existsSync(SHARED))("a 1,000,000-character one-word document in a pair", () => {
   for (const name of ["shared/roberta-base.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"]) {
-    test(name, async () => {
-      const encoder = await Encoder.create(JSON.parse(tokenizerText(name)!), {}, 512);
-      const doc = letters(1_000_000, "abcdefghijklmnopqrstuvwxyz", 1);
-      const longQuery = "hello world ".repeat(100) + letters(2_500, "abcdefghij", 2);
-      for (const query of ["what is this?", longQuery]) {
-        await encoder.encodePair(query, doc);
-        const t0 = performance.now();
-        const got = await encoder.encodePair(query, doc);
-        const t1 = performance.now();
-        const want = await rustPair(name, 512, query, doc);
-        const t2 = performance.now();
-        expect([name, query.length, Array.from(got.ids), Array.from(got.typeIds!)]).toEqual([name, query.length, want.ids, want.types]);
-        expect(got.fullLengthAtLeast).toBe(true);
-        // a fraction of the whole pair's time (load on a shared machine slows both alike)
-        expect([name, query.length, Math.round(t1 - t0), t1 - t0 < (t2 - t1) / 4]).toEqual([name, query.length, Math.round(t1 - t0), true]);
-      }
-    });
+    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["letters a-z", "pair", "short query"], ["letters a-z", "pair", "long query"]]));
   }
 });

@@ -3,12 +3,12 @@
 // periodic and random words, words before and after short words, cut on the right and on the left, against the Rust
 // binding encoding the whole text and truncating it (the library's own truncation).
 import { describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../../src/tokenize/encode";
 import { serdeF64, unigramWordPath } from "../../src/tokenize/unigram";
 import { letters } from "../../bench/workload";
 import { expectLibraryIds, libraryTruncated, tokenizerText } from "../helpers";
+import { expectAtLimit } from "./at-limit";
 
 /** Long words: runs of one letter at lengths whose remainders differ, periodic and random words, words around them. */
 function longWords(n: number): Record<string, string> {
@@ -164,18 +164,7 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
 // At the limit: 1,000,000 characters, the inputs the window method could not cut (xlm-roberta: one letter on the
 // right; any word on the left), against the library's whole-text time (second runs; the first fills caches).
 describe.skipIf(tokenizerText(XLMR) === null)("1,000,000 characters, one Unigram word (xlm-roberta)", () => {
-  test("identical ids, a fraction of the whole text's time (timed in a fresh process: unigram-timing.ts)", async () => {
-    const child = Bun.spawn([process.execPath, join(import.meta.dir, "unigram-timing.ts")], { stdout: "pipe", stderr: "inherit" });
-    const out = await new Response(child.stdout).text();
-    expect(await child.exited).toBe(0);
-    const lines = out.trim().split("\n").map((l) => JSON.parse(l) as { kind?: string; direction?: string; same?: boolean; oursMs?: number; libraryMs?: number; differ?: number });
-    const cases = lines.filter((l) => l.kind !== undefined);
-    expect(cases.map((c) => `${c.kind} ${c.direction}`)).toEqual(["one letter right", "one letter left", "words, then Cyrillic left"]);
-    for (const c of cases) {
-      expect([c.kind, c.direction, c.same]).toEqual([c.kind, c.direction, true]);
-      expect([c.kind, c.direction, `${c.oursMs!.toFixed(0)} ms vs ${c.libraryMs!.toFixed(0)} ms`, c.oursMs! < c.libraryMs! / 4]).toEqual([c.kind, c.direction, expect.any(String), true]);
-    }
-    expect(lines.at(-1)!.differ).toBe(0);
-  });
+  test("identical ids, a fraction of the whole text's time (timed in a fresh process: at-limit.ts)", () =>
+    expectAtLimit(XLMR, [["one letter", "right"], ["one letter, one more", "left"], ["words, then Cyrillic", "left"]]));
 });
 

@@ -1,0 +1,62 @@
+// At the limit: 1,000,000-character inputs (--max-input-chars' default) through an Encoder and through the Rust
+// library on the whole text, truncated, timed in a fresh process (at-limit-run.ts). Inside the full suite the
+// encoder's timed run read 0.6-3.3 s where a fresh process reads a few ms to 0.15 s (the heap of every earlier test;
+// the library's 1,000,000-token encodings, with their overflowing pieces, take hundreds of MB each until collected).
+import { expect } from "bun:test";
+import { join } from "node:path";
+import { letters } from "../../bench/workload";
+
+export const LIMIT = 1_000_000;
+
+/** n CJK ideographs cycling through 20,000 of them (most are not pieces of xlm-roberta's or t5's vocabulary). */
+export function cjk(n: number): string {
+  const out: string[] = new Array(n);
+  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
+  return out.join("");
+}
+export const EMOJI = "😀🎉🚀🔥💡🌍🍕🐱";
+export const MIXED = "abcxyzéжд日本語😀🎉1234!?.-";
+
+/** The inputs by name. */
+export const LIMIT_INPUTS: Record<string, () => string> = {
+  "one letter": () => "a".repeat(LIMIT),
+  "one letter, one more": () => "a".repeat(LIMIT + 1),
+  "words, then one letter": () => ("hello world ".repeat(100) + "b".repeat(LIMIT)).slice(0, LIMIT),
+  "words, then Cyrillic": () => "hello world ".repeat(100) + letters(LIMIT - 1200, "абвгдеёжзийклмнопрст", 3),
+  "letters a-z": () => letters(LIMIT, "abcdefghijklmnopqrstuvwxyz", 1),
+  "short query": () => "what is this?",
+  // its counted length (a word of 2,500 letters holds the max-th token) is past the document's bound
+  "long query": () => "hello world ".repeat(100) + letters(2_500, "abcdefghij", 2),
+  "words with markers, then one letter": () => ("[Q] hello [D] world ".repeat(100) + "b".repeat(LIMIT)).slice(0, LIMIT),
+  CJK: () => letters(LIMIT, "的一是不了人我在有他这为之大来以个中上们", 4),
+  "CJK, 20,000 ideographs": () => cjk(LIMIT),
+  Cyrillic: () => letters(LIMIT, "абвгдеёжзийклмнопрст", 3),
+  emoji: () => letters(LIMIT, EMOJI, 9),
+  mixed: () => letters(LIMIT, MIXED, 6),
+};
+
+/** An input and its truncation direction, or a pair: the input as the document after the query of another kind. */
+export type LimitCase = [kind: string, direction: "right" | "left"] | [kind: string, direction: "pair", query: string];
+
+/**
+ * Runs the cases on a tokenizer (tokenizerText's name) at max length 512 in a fresh process and expects, for each,
+ * the library's ids (and type ids of pairs) and under a quarter of its time (second runs), and no disagreeing check
+ * of the Encoder's replicas (wordPathChecks.differ).
+ */
+export async function expectAtLimit(name: string, cases: LimitCase[]): Promise<void> {
+  const args = cases.map((c) => c.join("|"));
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "at-limit-run.ts"), name, ...args], { stdout: "pipe", stderr: "inherit" });
+  const out = await new Response(child.stdout).text();
+  expect(await child.exited).toBe(0);
+  const lines = out.trim().split("\n").map((l) => JSON.parse(l) as { kind?: string; direction?: string; same?: boolean; atLeast?: boolean; oursMs?: number; libraryMs?: number; differ?: number });
+  const got = lines.filter((l) => l.kind !== undefined);
+  expect(got.map((c) => `${c.kind}|${c.direction}`)).toEqual(args);
+  for (const c of got) {
+    expect([name, c.kind, c.direction, c.same]).toEqual([name, c.kind, c.direction, true]);
+    // a pair's document is cut inside its word: its count is a lower bound
+    if (c.direction!.startsWith("pair")) expect([name, c.kind, c.direction, c.atLeast]).toEqual([name, c.kind, c.direction, true]);
+    const times = `${c.oursMs!.toFixed(0)} ms vs ${c.libraryMs!.toFixed(0)} ms`;
+    expect([name, c.kind, c.direction, times, c.oursMs! < c.libraryMs! / 4]).toEqual([name, c.kind, c.direction, times, true]);
+  }
+  expect(lines.at(-1)!.differ).toBe(0);
+}
