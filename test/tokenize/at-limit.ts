@@ -1,7 +1,8 @@
 // At the limit: 1,000,000-character inputs (--max-input-chars' default) through an Encoder and through the Rust
 // library on the whole text, truncated, timed in a fresh process (at-limit-run.ts). Inside the full suite the
 // encoder's timed run read 0.6-3.3 s where a fresh process reads a few ms to 0.15 s (the heap of every earlier test;
-// the library's 1,000,000-token encodings, with their overflowing pieces, take hundreds of MB each until collected).
+// the library's 1,000,000-token encodings, with their overflowing pieces, take hundreds of MB each until collected,
+// and one process running every test file reached 14-20 GB).
 import { expect } from "bun:test";
 import { join } from "node:path";
 import { letters } from "../../bench/workload";
@@ -23,6 +24,10 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   "one letter, one more": () => "a".repeat(LIMIT + 1),
   "words, then one letter": () => ("hello world ".repeat(100) + "b".repeat(LIMIT)).slice(0, LIMIT),
   "words, then Cyrillic": () => "hello world ".repeat(100) + letters(LIMIT - 1200, "абвгдеёжзийклмнопрст", 3),
+  "ASCII letters": () => letters(LIMIT, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
+  digits: () => letters(LIMIT, "0123456789", 7),
+  prose: () => "The cat's 12 dogs, and yes: no!\n".repeat(LIMIT / 32),
+  "letters of the added tokens yes / no": () => letters(LIMIT, "yesno", 12),
   "letters a-z": () => letters(LIMIT, "abcdefghijklmnopqrstuvwxyz", 1),
   "short query": () => "what is this?",
   // its counted length (a word of 2,500 letters holds the max-th token) is past the document's bound
@@ -40,8 +45,8 @@ export type LimitCase = [kind: string, direction: "right" | "left"] | [kind: str
 
 /**
  * Runs the cases on a tokenizer (tokenizerText's name) at max length 512 in a fresh process and expects, for each,
- * the library's ids (and type ids of pairs) and under a quarter of its time (second runs), and no disagreeing check
- * of the Encoder's replicas (wordPathChecks.differ).
+ * the library's ids (and type ids of pairs) and under a quarter of its time (the Encoder's best of three runs after
+ * the first), and no disagreeing check of the Encoder's replicas (wordPathChecks.differ).
  */
 export async function expectAtLimit(name: string, cases: LimitCase[]): Promise<void> {
   const args = cases.map((c) => c.join("|"));
