@@ -42,9 +42,60 @@ export function textOfPieces(pieces: readonly string[], seed: number, chars: num
 
 /** The Rust library's own truncation of a text (or pair) encoded whole: ids and type ids, special tokens added. */
 export async function libraryTruncated(rust: Tokenizer, maxLength: number, a: string, b: string | null, direction: "right" | "left" = "right") {
+  if (b !== null) return libraryPairTruncated(rust, maxLength, a, b, direction);
   rust.setTruncation(maxLength, { strategy: "LongestFirst" as never, direction: direction as never });
   const e = await rust.encode(a, b, { addSpecialTokens: true });
   return { ids: e.getIds(), types: e.getTypeIds() };
+}
+
+/**
+ * A pair: the library's encoding of the whole pair (special tokens added, no truncation), cut as its longest-first
+ * truncation cuts each member (tokenizers/src/utils/truncation.rs, `TruncationStrategy::LongestFirst`: the shorter
+ * member keeps its length when the longer one can take the rest, else both get half the budget, the odd token to the
+ * longer; the budget is the max length less the pair's special tokens). The lengths it compares are what version
+ * 0.23 tokenized of each member before truncating: a member over the max length is counted up to the end of the word
+ * holding its max-th token (checked against the library on a grid of lengths in pairs.test.ts). Not the library's
+ * `encode` with truncation on: that builds every overflowing piece of both members and then every combination of
+ * the two (Encoding::merge_with), thousands x thousands of encodings for two long members (a 200,000-character
+ * document with a 3,700-character query: 3,282 pieces and +770 MB; one test of such pairs took this process to
+ * 21 GB). The kept tokens are the same.
+ */
+export async function libraryPairTruncated(rust: Tokenizer, maxLength: number, a: string, b: string, direction: "right" | "left" = "right") {
+  rust.disableTruncation();
+  const e = await rust.encode(a, b, { addSpecialTokens: true });
+  const ids = e.getIds();
+  const types = e.getTypeIds();
+  const sequence = e.getSequenceIds();
+  const words = e.getWordIds();
+  const member = [0, 1].map((s) => ids.map((_, i) => i).filter((i) => sequence[i] === s));
+  const n = member.map((m) => m.length) as [number, number];
+  const counted = member.map((m) => {
+    if (m.length <= maxLength) return m.length;
+    let k = maxLength - 1;
+    while (k + 1 < m.length && words[m[k + 1]!] != null && words[m[k + 1]!] === words[m[k]!]) k++;
+    return k + 1;
+  }) as [number, number];
+  const budget = maxLength - (ids.length - n[0] - n[1]);
+  let keep: [number, number] = n;
+  if (counted[0] + counted[1] > budget) {
+    const swap = counted[0] > counted[1];
+    let [short, long] = swap ? [counted[1], counted[0]] : counted;
+    long = short > budget ? short : Math.max(short, budget - short);
+    if (short + long > budget) {
+      short = Math.floor(budget / 2);
+      long = short + (budget % 2);
+    }
+    keep = swap ? [Math.min(n[0], long), Math.min(n[1], short)] : [Math.min(n[0], short), Math.min(n[1], long)];
+  }
+  // member s keeps its first keep[s] tokens (right) or its last (left)
+  const dropped = new Set<number>();
+  for (const s of [0, 1] as const) {
+    const m = member[s]!;
+    const drop = direction === "right" ? m.slice(keep[s]) : m.slice(0, m.length - keep[s]);
+    for (const i of drop) dropped.add(i);
+  }
+  const kept = ids.map((_, i) => i).filter((i) => !dropped.has(i));
+  return { ids: kept.map((i) => ids[i]!), types: kept.map((i) => types[i]!) };
 }
 
 /**

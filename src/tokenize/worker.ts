@@ -1,6 +1,7 @@
 // Tokenizer worker entry: holds one Encoder per model and encodes batches of texts off the HTTP event loop.
 import { Encoder } from "./encode";
 import type { WorkerRequest, WorkerResponse } from "./protocol";
+import { RETURN_MEMORY_AFTER_CHARS, returnFreedMemory } from "../memory";
 
 declare const self: Worker;
 
@@ -59,4 +60,17 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
   } catch (e) {
     self.postMessage({ id: msg.id, ok: false, error: (e as Error).message } satisfies WorkerResponse);
   }
+  // After the reply: a batch of long texts leaves the binding's encodings (freed only when their wrappers are
+  // collected) and its malloc arenas' peaks behind; both are handed back here (src/memory.ts).
+  if (msg.type === "encode" && batchChars(msg) >= RETURN_MEMORY_AFTER_CHARS) {
+    Bun.gc(true);
+    returnFreedMemory();
+  }
 };
+
+function batchChars(msg: Extract<WorkerRequest, { type: "encode" }>): number {
+  let n = 0;
+  for (const t of msg.texts) n += t.length;
+  for (const t of msg.pairs ?? []) n += t.length;
+  return n;
+}

@@ -2,14 +2,15 @@
 // cut inside the word (in-word windows, src/tokenize/prefix.ts), so the length the library compares for
 // longest-first (tokens up to the end of the word holding the max-th: encode.ts, countedLength) is only known as a
 // lower bound. That decides the pair whenever the other member's count is exact and smaller (longestFirstBounded);
-// the others are tokenized further or whole. Against the Rust library's own truncation of the whole pair
-// (setTruncation(max, LongestFirst) on encode(first, second)): ids and token type ids.
+// the others are tokenized further or whole. Against the Rust library's own truncation of the whole pair (its
+// encoding of the whole pair, cut by its longest-first rule: test/helpers.ts libraryPairTruncated, checked below
+// against setTruncation(max, LongestFirst) on encode(first, second) where that is cheap): ids and token type ids.
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { Tokenizer } from "tokenizers";
 import { Encoder, longestFirst, longestFirstBounded, type Counted } from "../../src/tokenize/encode";
 import { cutPolicy } from "../../src/tokenize/prefix";
-import { SHARED_TOKENIZERS as SHARED, tokenizerText } from "../helpers";
+import { SHARED_TOKENIZERS as SHARED, libraryPairTruncated, tokenizerText } from "../helpers";
 import { letters } from "../../bench/workload";
 import { expectAtLimit } from "./at-limit";
 
@@ -65,9 +66,7 @@ async function rustPair(name: string, maxLength: number, a: string, b: string) {
     t.disablePadding();
     rust.set(name, t);
   }
-  t.setTruncation(maxLength, { strategy: "LongestFirst" as never });
-  const e = await t.encode(a, b, { addSpecialTokens: true });
-  return { ids: e.getIds(), types: e.getTypeIds() };
+  return libraryPairTruncated(t, maxLength, a, b);
 }
 
 /** Words ("hello", then "world", ...) making a text of exactly `tokens` content tokens where one is found. */
@@ -121,6 +120,30 @@ async function checkPairs(name: string, maxLength: number): Promise<void> {
 
 const FIXTURE_KINDS = ["models/roberta-cls", "models/clip", "models/xlmr-max", "models/jina-v3", "models/deberta-rerank"];
 const SHARED_KINDS = ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json", "shared/t5-small.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"];
+
+// The reference: the library's own pair truncation builds every combination of both members' overflowing pieces,
+// gigabytes for two long members, so the tests cut the library's whole-pair encoding by its rule. Here both are
+// run where that is cheap, on every length split around the budget, both directions, odd and even budgets.
+test("the reference (libraryPairTruncated) is the library's own truncation", async () => {
+  const words = (n: number, w: string) => Array.from({ length: n }, () => w).join(" ");
+  for (const [name, a, b] of [["models/roberta-cls", "y", "y"], ["models/roberta-cls", "hello", "world"], ["models/bert-rerank", "x", "y"], ["models/bert-rerank", "hello", "world"], ["models/xlmr-max", "hello", "world"]] as const) {
+    const rust = Tokenizer.fromString(tokenizerText(name)!);
+    rust.disablePadding();
+    for (const max of [12, 13]) {
+      for (const direction of ["right", "left"] as const) {
+        for (let na = 1; na <= 16; na += 1) {
+          for (const nb of [1, 4, 5, 9, 11, 12, 13, 14, 16]) {
+            const [ta, tb] = [words(na, a), words(nb, b)];
+            const got = await libraryPairTruncated(rust, max, ta, tb, direction);
+            rust.setTruncation(max, { strategy: "LongestFirst" as never, direction: direction as never });
+            const e = await rust.encode(ta, tb, { addSpecialTokens: true });
+            expect([name, a, max, direction, na, nb, got.ids, got.types]).toEqual([name, a, max, direction, na, nb, e.getIds(), e.getTypeIds()]);
+          }
+        }
+      }
+    }
+  }
+});
 
 describe("pairs with a long-word member: identical to the library's longest-first truncation", () => {
   test("every kind here cuts inside words (in-word windows)", () => {
