@@ -1,7 +1,7 @@
 // Tokenizer worker entry: holds one Encoder per model and encodes batches of texts off the HTTP event loop.
 import { Encoder } from "./encode";
 import type { WorkerRequest, WorkerResponse } from "./protocol";
-import { RETURN_MEMORY_AFTER_CHARS, returnFreedMemory } from "../memory";
+import { collect } from "../model/trim";
 
 declare const self: Worker;
 
@@ -61,12 +61,15 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
     self.postMessage({ id: msg.id, ok: false, error: (e as Error).message } satisfies WorkerResponse);
   }
   // After the reply: a batch of long texts leaves the binding's encodings (freed only when their wrappers are
-  // collected) and its malloc arenas' peaks behind; both are handed back here (src/memory.ts).
-  if (msg.type === "encode" && batchChars(msg) >= RETURN_MEMORY_AFTER_CHARS) {
-    Bun.gc(true);
-    returnFreedMemory();
-  }
+  // collected) and what they took in glibc's per-thread arenas behind (the binding encodes on libuv's pool threads);
+  // both are handed back here. A server of the qwen3-embed fixture, given three rounds of four concurrent requests
+  // of texts of up to 1,000,000 characters that are tokenized whole, stayed at 768-803 MiB without this and reads
+  // 280-414 MiB with it (bench/long-input-memory.ts).
+  if (msg.type === "encode" && batchChars(msg) >= COLLECT_AFTER_CHARS) collect();
 };
+
+/** Characters in one batch after which the worker collects and trims: below it the arenas' own reuse suffices. */
+const COLLECT_AFTER_CHARS = 200_000;
 
 function batchChars(msg: Extract<WorkerRequest, { type: "encode" }>): number {
   let n = 0;
