@@ -17,7 +17,7 @@ import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../src/tokenize/encode";
 import { cutPolicy } from "../src/tokenize/prefix";
-import { letters } from "./workload";
+import { cjk, letters } from "./workload";
 
 const SHARED = join(import.meta.dir, "..", "..", "shared", "tokenizers");
 const FIXTURES = join(import.meta.dir, "..", "test", "fixtures", "models");
@@ -30,11 +30,6 @@ const ONLY = args.slice(1);
 const fixtureNames = ONLY.filter((n) => n.startsWith("models/"));
 const sharedNames = ONLY.filter((n) => !n.startsWith("models/"));
 
-function cjk(n: number): string {
-  const out: string[] = new Array(n);
-  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
-  return out.join("");
-}
 const INPUTS: Record<string, string> = {
   "one letter": "a".repeat(N),
   "ASCII letters": letters(N, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),

@@ -5,6 +5,7 @@
 //   bun bench/threads.ts [--size 32] [--concurrency 16] [--seconds 20] [--server-arg=X ...]
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { statJiffies, TICKS_PER_SECOND } from "../src/engine/cpu-load";
 import { ensureBenchModel } from "./model";
 import { startServer } from "./process";
 import { makeWorkload, requestTexts } from "./workload";
@@ -19,16 +20,13 @@ const concurrency = opt("concurrency", 16);
 const seconds = opt("seconds", 20);
 const serverArgs = argv.filter((a) => a.startsWith("--server-arg=")).map((a) => a.slice("--server-arg=".length));
 
-const TICK = 100; // USER_HZ
 function threads(pid: number): Map<string, { comm: string; ticks: number }> {
   const out = new Map<string, { comm: string; ticks: number }>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const close = stat.lastIndexOf(")");
-      const comm = stat.slice(stat.indexOf("(") + 1, close);
-      const f = stat.slice(close + 2).split(" ");
-      out.set(tid, { comm, ticks: Number(f[11]) + Number(f[12]) });
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      out.set(tid, { comm, ticks: statJiffies(stat) });
     } catch {
       // thread ended
     }
@@ -76,7 +74,7 @@ try {
   const byComm = new Map<string, number>();
   const rows: Array<[string, string, number]> = [];
   for (const [tid, b] of t1) {
-    const used = (b.ticks - (t0.get(tid)?.ticks ?? 0)) / TICK / wall;
+    const used = (b.ticks - (t0.get(tid)?.ticks ?? 0)) / TICKS_PER_SECOND / wall;
     if (used >= 0.005) rows.push([tid, b.comm, used]);
     byComm.set(b.comm, (byComm.get(b.comm) ?? 0) + used);
   }

@@ -120,3 +120,10 @@ export function letters(n: number, alphabet: string, seed: number): string {
   }
   return out.join("");
 }
+
+/** n CJK ideographs cycling through 20,000 of them (most are not pieces of xlm-roberta's or t5's vocabulary). */
+export function cjk(n: number): string {
+  const out: string[] = new Array(n);
+  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
+  return out.join("");
+}

@@ -8,7 +8,7 @@ import { buildConfig } from "../src/config";
 import { configureLog } from "../src/log";
 import type { HubSettings } from "../src/model/resolve";
 import { startServer, type RunningServer } from "../src/server/serve";
-import { Encoder } from "../src/tokenize/encode";
+import { Encoder, longestFirst } from "../src/tokenize/encode";
 
 export const ROOT = join(import.meta.dir, "..");
 export const FIXTURES = join(ROOT, "test", "fixtures", "models");
@@ -50,9 +50,11 @@ export async function libraryTruncated(rust: Tokenizer, maxLength: number, a: st
 
 /**
  * A pair: the library's encoding of the whole pair (special tokens added, no truncation), cut as its longest-first
- * truncation cuts each member (tokenizers/src/utils/truncation.rs, `TruncationStrategy::LongestFirst`: the shorter
- * member keeps its length when the longer one can take the rest, else both get half the budget, the odd token to the
- * longer; the budget is the max length less the pair's special tokens). The lengths it compares are what version
+ * truncation cuts each member (tokenizers/src/utils/truncation.rs, `TruncationStrategy::LongestFirst`, which
+ * src/tokenize/encode.ts longestFirst implements: the shorter member keeps its length when the longer one can take
+ * the rest, else both get half the budget, the odd token to the longer; the budget is the max length less the pair's
+ * special tokens; this reference is checked against the library's own truncation in pairs.test.ts, so a wrong rule
+ * fails there). The lengths it compares are what version
  * 0.23 tokenized of each member before truncating: a member over the max length is counted up to the end of the word
  * holding its max-th token (checked against the library on a grid of lengths in pairs.test.ts). Not the library's
  * `encode` with truncation on: that builds every overflowing piece of both members and then every combination of
@@ -76,17 +78,9 @@ export async function libraryPairTruncated(rust: Tokenizer, maxLength: number, a
     return k + 1;
   }) as [number, number];
   const budget = maxLength - (ids.length - n[0] - n[1]);
-  let keep: [number, number] = n;
-  if (counted[0] + counted[1] > budget) {
-    const swap = counted[0] > counted[1];
-    let [short, long] = swap ? [counted[1], counted[0]] : counted;
-    long = short > budget ? short : Math.max(short, budget - short);
-    if (short + long > budget) {
-      short = Math.floor(budget / 2);
-      long = short + (budget % 2);
-    }
-    keep = swap ? [Math.min(n[0], long), Math.min(n[1], short)] : [Math.min(n[0], short), Math.min(n[1], long)];
-  }
+  // the rule itself is the server's (a member counted up to its max length is over the budget, so the sum is too)
+  const rule = longestFirst(counted[0], counted[1], budget);
+  const keep = [Math.min(n[0], rule[0]), Math.min(n[1], rule[1])];
   // member s keeps its first keep[s] tokens (right) or its last (left)
   const dropped = new Set<number>();
   for (const s of [0, 1] as const) {

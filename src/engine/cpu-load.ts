@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 
 /** USER_HZ: the unit of /proc's CPU times (100 on every Linux architecture Bun runs on). */
-const TICKS_PER_SECOND = 100;
+export const TICKS_PER_SECOND = 100;
 
 /** Busy jiffies of the whole machine (all CPUs), or null where /proc/stat cannot be read. */
 function machineBusy(): number | null {
@@ -19,12 +19,16 @@ function machineBusy(): number | null {
   }
 }
 
+/** utime + stime of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line (after the command name, which may hold spaces). */
+export function statJiffies(stat: string): number {
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(f[11]) + Number(f[12]);
+}
+
 /** utime + stime of a process, all its threads (0 once it has exited). */
 function processJiffies(pid: number): number {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    return Number(f[11]) + Number(f[12]);
+    return statJiffies(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return 0;
   }

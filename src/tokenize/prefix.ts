@@ -427,8 +427,8 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
  * behind a normaliser that is not per character).
  */
 function spacedAdded(added: Json[], normalizer: Json): SpacedAdded | null | undefined {
-  // U+0085 is whitespace to the Rust library (and to BERT's cleaning, which makes it a space), not to \s
-  const spaced = added.filter((t) => /[\s\u0085]/u.test(String(t?.content ?? "")));
+  // U+0085 is whitespace to the Rust library (and to BERT's cleaning, which makes it a space), not to \s: WHITESPACE
+  const spaced = added.filter((t) => WHITESPACE.test(String(t?.content ?? "")));
   if (spaced.length === 0) return null;
   if (spaced.some((t) => t?.lstrip === true || t?.rstrip === true || t?.single_word === true)) return undefined;
   const normalized = spaced.filter((t) => t?.normalized !== false).map((t) => String(t!.content));
@@ -462,11 +462,7 @@ const MARK = /\p{M}/u;
  * superset of what each piece normalises to (a raw match removes characters, it adds none).
  */
 export function addedSpans(text: string, i: number, spaced: SpacedAdded, normalize?: (ch: string) => string): boolean {
-  for (const t of spaced.raw) {
-    for (let s = text.indexOf(t, Math.max(0, i - t.length + 1)); s >= 0 && s < i; s = text.indexOf(t, s + 1)) {
-      if (s + t.length > i) return true;
-    }
-  }
+  if (spaced.raw.some((t) => occurrenceSpans(text, t, i))) return true;
   if (spaced.normalized.length === 0) return false;
   if (!normalize) return true;
   const patterns = spaced.normalized.map((t) => [...t].map(normalize).join(""));
@@ -494,10 +490,13 @@ export function addedSpans(text: string, i: number, spaced: SpacedAdded, normali
     b += ch.length;
   }
   const around = left + right;
-  for (const t of patterns) {
-    for (let s = around.indexOf(t, Math.max(0, left.length - t.length + 1)); s >= 0 && s < left.length; s = around.indexOf(t, s + 1)) {
-      if (s + t.length > left.length) return true;
-    }
+  return patterns.some((t) => occurrenceSpans(around, t, left.length));
+}
+
+/** Whether an occurrence of t in s covers both s[i - 1] and s[i]. */
+function occurrenceSpans(s: string, t: string, i: number): boolean {
+  for (let at = s.indexOf(t, Math.max(0, i - t.length + 1)); at >= 0 && at < i; at = s.indexOf(t, at + 1)) {
+    if (at + t.length > i) return true;
   }
   return false;
 }
@@ -746,7 +745,7 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
 function addedCut(text: string, from: number, before: number, contents: readonly string[], side: "after" | "before"): number {
   const longest = contents.reduce((m, c) => Math.max(m, c.length), 0);
   const lo = side === "after" ? Math.max(0, from - longest) : Math.max(0, before - 4 * (text.length - before));
-  const hi = side === "after" ? Math.min(text.length, before + longest) : Math.min(text.length, before + longest);
+  const hi = Math.min(text.length, before + longest);
   if (hi <= lo) return -1;
   const part = text.slice(lo, hi);
   let best = -1;
@@ -757,7 +756,7 @@ function addedCut(text: string, from: number, before: number, contents: readonly
       const at = side === "after" ? e : s;
       if (side === "after" && (at >= before || (best >= 0 && at >= best))) break;
       if (at <= 0 || at >= text.length || (side === "after" ? at < from : at > before || at <= best)) continue;
-      if (isolatedOccurrence(text, s, e, contents)) {
+      if (isolatedOccurrence(text, s, e, contents, longest)) {
         best = at;
         if (side === "after") break;
       }
@@ -766,9 +765,8 @@ function addedCut(text: string, from: number, before: number, contents: readonly
   return best;
 }
 
-/** Whether no added token's occurrence but [s, e) itself overlaps [s, e). */
-function isolatedOccurrence(text: string, s: number, e: number, contents: readonly string[]): boolean {
-  const longest = contents.reduce((m, c) => Math.max(m, c.length), 0);
+/** Whether no added token's occurrence but [s, e) itself overlaps [s, e) (`longest`: the longest content's length). */
+function isolatedOccurrence(text: string, s: number, e: number, contents: readonly string[], longest: number): boolean {
   const lo = Math.max(0, s - longest + 1);
   const near = text.slice(lo, e + longest);
   for (const c of contents) {

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, postJson, startTestServer } from "../helpers";
+import { cjk } from "../../bench/workload";
 
 const MODELS = ["bert-mean-norm", "roberta-cls", "xlmr-max", "clip"] as const;
 const LIMIT = 1_000_000;
@@ -17,12 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.shutdown();
 });
-
-function cjk(n: number): string {
-  const out: string[] = new Array(n);
-  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
-  return out.join("");
-}
 
 const INPUTS: Record<string, string> = {
   "CJK without spaces": cjk(LIMIT),

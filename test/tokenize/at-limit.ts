@@ -5,16 +5,10 @@
 // and one process running every test file reached 14-20 GB).
 import { expect } from "bun:test";
 import { join } from "node:path";
-import { letters } from "../../bench/workload";
+import { cjk, letters } from "../../bench/workload";
 
 export const LIMIT = 1_000_000;
 
-/** n CJK ideographs cycling through 20,000 of them (most are not pieces of xlm-roberta's or t5's vocabulary). */
-export function cjk(n: number): string {
-  const out: string[] = new Array(n);
-  for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
-  return out.join("");
-}
 export const EMOJI = "😀🎉🚀🔥💡🌍🍕🐱";
 export const MIXED = "abcxyzéжд日本語😀🎉1234!?.-";
 

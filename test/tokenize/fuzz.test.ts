@@ -11,8 +11,8 @@ import { Encoder, type Encoded } from "../../src/tokenize/encode";
 import { cutPolicy, wordPrefixWindow } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
 import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
-import { letters } from "../../bench/workload";
-import { EMOJI, MIXED, cjk, expectAtLimit, type LimitCase } from "./at-limit";
+import { cjk, letters } from "../../bench/workload";
+import { EMOJI, MIXED, expectAtLimit, type LimitCase } from "./at-limit";
 
 interface FuzzReference {
   tokenizers_version: string;
