@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenWordRuns, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy } from "./prefix";
+import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenSpaceRuns, shortenWordRuns, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -104,6 +104,7 @@ const WHOLE_CHARS = 16384;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
+const NO_WHITESPACE_RULES: WhitespaceRules = { runs: null, after: null };
 const CHAR_KINDS: readonly CharKind[] = ["none", "known", "unknown"];
 
 export class Encoder {
@@ -174,6 +175,10 @@ export class Encoder {
     const cut: Promise<void>[] = [];
     for (let i = 0; i < texts.length; i++) {
       let text = texts[i]!;
+      if (this.cuts && text.length > WHOLE_CHARS) {
+        const runs = this.whitespace(this.cuts).runs;
+        if (runs) text = shortenSpaceRuns(text, runs);
+      }
       if (this.cuts?.wordPieceMaxChars && text.length > WHOLE_CHARS) {
         text = this.anyScriptWords ? shortenWordRuns(text, this.cuts.wordPieceMaxChars, this.isWordChar) : shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
       }
@@ -587,6 +592,27 @@ export class Encoder {
     return v;
   };
   private readonly normalized = new Map<string, string>();
+
+  /**
+   * What long texts' whitespace allows (prefix.ts, whitespaceRules), found with the library's normaliser and
+   * pre-tokenizer on the first long text (30-50 ms); its space cuts after whitespace go into the cut policy.
+   */
+  private whitespace(cuts: CutPolicy): WhitespaceRules {
+    if (!cuts.whitespace) return NO_WHITESPACE_RULES;
+    if (!this.whitespaceFound) {
+      const normalizer = this.tokenizer.getNormalizer();
+      this.preTokenizer ??= this.tokenizer.getPreTokenizer();
+      const pre = this.preTokenizer;
+      this.whitespaceFound = whitespaceRules(
+        cuts.whitespace,
+        (s) => (normalizer === null ? s : normalizer.normalizeString(s)),
+        (s) => (pre === null ? [s] : pre.preTokenizeString(s).map(([piece]) => piece)),
+      );
+      cuts.afterWhitespace = this.whitespaceFound.after;
+    }
+    return this.whitespaceFound;
+  }
+  private whitespaceFound: WhitespaceRules | null = null;
 
   /** How many pre-tokens the tokenizer's pre-tokenizer makes of a few (normalised) characters (prefix.ts, PieceCount). */
   private readonly pieces = (s: string): number => {

@@ -29,6 +29,9 @@
 // BERT's pipeline, ASCII letters and digits behind the others). Inside one long word: InWordPolicy, and Unigram's
 // unknown characters (unknownTail, unknownCut); where those find nothing (a Unigram word whose prefixes never agree,
 // or cut on the left), the Unigram model replicated on the whole word (unigram.ts, InWordPolicy.unigram).
+// Whitespace runs where the pipeline drops whitespace or its normaliser collapses a run into one space are shortened
+// to their first and last character, and under Metaspace a space after whitespace that stays apart from spaces is a
+// cut too (whitespaceRules, checked with the tokenizer's own normaliser and pre-tokenizer).
 // Any other pipeline or input is tokenized whole (exact, only slower).
 
 import type { UnigramVocab, WordMarker } from "./unigram";
@@ -90,6 +93,13 @@ export interface CutPolicy {
   inWord: InWordPolicy | null;
   /** Added tokens that contain whitespace, which a space or ideograph cut must not split (addedSpans), or null. */
   spaced: SpacedAdded | null;
+  /**
+   * Whitespace characters that a space cut may follow (WhitespaceRules.after), or null: only characters that are not
+   * whitespace. Set by the Encoder from the library's own normaliser and pre-tokenizer (whitespaceRules).
+   */
+  afterWhitespace: ReadonlySet<string> | null;
+  /** How the pipeline treats whitespace, for whitespaceRules, or null. */
+  whitespace: WhitespaceShape | null;
 }
 
 /**
@@ -418,6 +428,8 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     anyScriptWords: bertWords ? contents : null,
     inWord: inWordPolicy(tj, model as Record<string, unknown>, contents, spaced !== null),
     spaced,
+    afterWhitespace: null,
+    whitespace: whitespaceShape(tj),
   };
 }
 
@@ -708,7 +720,7 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
     const before = text.charCodeAt(m.index - 1);
     // A low surrogate's code point is checked whole; whitespace and Prepend characters are all in the BMP.
     const prev = before >= 0xdc00 && before <= 0xdfff ? "x" : String.fromCharCode(before);
-    if (!WHITESPACE.test(prev) && !PREPEND.test(prev) && !(spaced && addedSpans(text, m.index, spaced, normalize))) {
+    if ((!WHITESPACE.test(prev) || policy.afterWhitespace?.has(prev)) && !PREPEND.test(prev) && !(spaced && addedSpans(text, m.index, spaced, normalize))) {
       cut = m.index;
       break;
     }
@@ -848,7 +860,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
   for (let i = text.lastIndexOf(" ", Math.min(before, text.length - 1)); i > 0; i = text.lastIndexOf(" ", i - 1)) {
     const low = text.charCodeAt(i - 1);
     const prev = low >= 0xdc00 && low <= 0xdfff ? "x" : String.fromCharCode(low);
-    if (!WHITESPACE.test(prev) && !PREPEND.test(prev) && !(spaced && addedSpans(text, i, spaced, normalize))) {
+    if ((!WHITESPACE.test(prev) || policy.afterWhitespace?.has(prev)) && !PREPEND.test(prev) && !(spaced && addedSpans(text, i, spaced, normalize))) {
       cut = i;
       break;
     }
@@ -937,4 +949,107 @@ export function shortenAsciiRuns(text: string, maxChars: number): string {
   const keep = maxChars + 1;
   const runs = new RegExp(`[A-Za-z0-9]{${2 * keep + 1},}`, "g");
   return text.replace(runs, (run) => run.slice(0, keep) + run.slice(run.length - keep));
+}
+
+/** The characters the Rust library's `char::is_whitespace` counts (all in the BMP). */
+const RUST_WHITESPACE = "\t\n\v\f\r \u0085\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A\u2028\u2029\u202F\u205F\u3000";
+/** Pre-tokenizers that split at every whitespace character and drop it (BertPreTokenizer's and Whitespace's words too). */
+const DROPS_WHITESPACE = ["BertPreTokenizer", "Whitespace", "WhitespaceSplit"];
+
+/** The shape of a pipeline's whitespace handling (whitespaceShape; whitespaceRules says what each part allows). */
+export interface WhitespaceShape {
+  drop: boolean;
+  collapse: boolean;
+  metaspace: boolean;
+  /** Metaspace's replacement character. */
+  replacement: string;
+}
+
+/** tokenizer.json's WhitespaceShape, or null when nothing is known of its whitespace beyond CutPolicy's cuts. */
+function whitespaceShape(tj: Record<string, unknown>): WhitespaceShape | null {
+  const added = list(tj.added_tokens).map((t) => String(t?.content ?? ""));
+  if (added.some((c) => WHITESPACE.test(c)) || !normalizerLocal(tj.normalizer as Json)) return null;
+  const pre = tj.pre_tokenizer as Json;
+  const parts = pre?.type === "Sequence" ? list(pre.pretokenizers) : [pre];
+  const drop = DROPS_WHITESPACE.includes(String(parts[0]?.type)) && parts.slice(1).every((p) => p?.type === "Metaspace");
+  const norms = (tj.normalizer as Json)?.type === "Sequence" ? list((tj.normalizer as Json)!.normalizers) : [tj.normalizer as Json];
+  const collapsing = (n: Json) => n?.type === "Replace" && n.content === " " && ["\\s+", " {2,}", " +"].includes(String((n.pattern as Json)?.Regex));
+  const collapse = !drop && norms.filter(collapsing).length === 1 && norms.every((n) => collapsing(n) || ["NFC", "NFD", "NFKC", "NFKD", "Lowercase"].includes(String(n?.type)));
+  const metaspace = parts.length === 1 && parts[0]?.type === "Metaspace" && parts[0].split !== false;
+  return drop || collapse || metaspace ? { drop, collapse, metaspace, replacement: String(parts[0]?.replacement ?? "▁") } : null;
+}
+
+/** What a long text's whitespace allows beyond CutPolicy's space cuts (whitespaceRules). */
+export interface WhitespaceRules {
+  /** Runs of these characters longer than two are shortened to their first and last character (shortenSpaceRuns), or null. */
+  runs: RegExp | null;
+  /** Whitespace characters after which a U+0020 space is a cut (CutPolicy.afterWhitespace), or null. */
+  after: ReadonlySet<string> | null;
+}
+
+/**
+ * How a pipeline treats whitespace, where that makes long runs of it cheap, from tokenizer.json's shape
+ * (whitespaceShape) and checked with the library's own normaliser and pre-tokenizer (`normalize`, `split`: normalizeString, preTokenizeString's
+ * strings) on every triple of candidate characters:
+ * - "drop": a pre-tokenizer that splits at whitespace and drops it (BertPreTokenizer, Whitespace, WhitespaceSplit,
+ *   alone or followed by Metaspace, which works per word) behind a local normaliser (normalizerLocal). A character
+ *   whose normalised form is non-empty and makes no pre-token separates words and leaves nothing: a run of such
+ *   characters gives the same pre-tokens (strings, and so word ids and tokens) as its first and last character (kept
+ *   so that what the normaliser or an added token sees at the run's ends does not change), and a space after one of
+ *   them is a cut.
+ * - "collapse": a normaliser made of Unicode normal forms and Lowercase around one Replace of a whitespace run by one
+ *   space (CLIP's `\s+`, SentencePiece exports' ` {2,}`): a run the Replace takes whole normalises to the same text
+ *   as its first and last character (two characters, so ` {2,}` still matches them). Whitespace characters are
+ *   starters that compose with nothing, so the normal forms leave a run's neighbours as they were.
+ * - Metaspace that splits (alone, behind a local normaliser): a U+0020 space after a whitespace character whose
+ *   normalised form holds no space and no replacement character begins a pre-token there as after any other
+ *   character, so it is a cut.
+ * Added tokens that hold whitespace (CutPolicy.spaced) rule runs out (a match could lie inside one); lstrip / rstrip
+ * ones take a whole run either way. Each candidate is checked between letters, at the text's start and at its end:
+ * shortening a run of three of candidates to its first and last keeps the pre-token strings ("drop") or the
+ * normalised text ("collapse"); a candidate that fails is left out (its runs are tokenized as before).
+ */
+export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) => string, split: (s: string) => string[]): WhitespaceRules {
+  const { drop, collapse, metaspace, replacement } = shape;
+  const same = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const contexts: Array<[string, string]> = [["x", "y"], ["", "y"], ["x", ""]];
+  let runs: RegExp | null = null;
+  if (drop || collapse) {
+    const chars = [...RUST_WHITESPACE].filter((c) => {
+      const n = normalize(c);
+      return n !== "" && (collapse ? WHITESPACE.test(n) : split(n).length === 0);
+    });
+    const shortened = (a: string, b: string, c: string) =>
+      contexts.every(([l, r]) => {
+        const long = normalize(l + a + b + c + r);
+        const short = normalize(l + a + c + r);
+        return collapse ? long === short : same(split(long), split(short));
+      });
+    // Shortening makes the run's first and last characters neighbours: each pair of them is checked, and a
+    // character that fails with another is left out, the others checked again without it.
+    let kept = chars.filter((a) => shortened(a, a, a));
+    for (let changed = true; changed; ) {
+      const next = kept.filter((a) => kept.every((c) => shortened(a, a, c) && shortened(a, c, c) && shortened(c, a, a) && shortened(c, c, a)));
+      changed = next.length < kept.length;
+      kept = next;
+    }
+    if (kept.length > 0) runs = new RegExp(`[${kept.map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]{3,}`, "g");
+  }
+  let after: Set<string> | null = null;
+  if (drop || metaspace) {
+    const chars = [...RUST_WHITESPACE].filter((c) => {
+      const n = normalize(c);
+      if (n === "" || (drop ? split(n).length !== 0 : n.includes(" ") || n.includes(replacement))) return false;
+      // the space cut: the text's pre-tokens are its parts' pre-tokens
+      return contexts.every(([l, r]) => same(split(normalize(l + c + " " + r)), [...split(normalize(l + c)), ...split(normalize(" " + r))]));
+    });
+    if (chars.length > 0) after = new Set(chars);
+  }
+  return { runs, after };
+}
+
+/** A text with every run of `runs` (WhitespaceRules.runs) shortened to its first and last character. */
+export function shortenSpaceRuns(text: string, runs: RegExp): string {
+  runs.lastIndex = 0;
+  return text.replace(runs, (run) => run[0]! + run[run.length - 1]!);
 }

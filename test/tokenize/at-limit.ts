@@ -32,6 +32,11 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   Cyrillic: () => letters(LIMIT, "абвгдеёжзийклмнопрст", 3),
   emoji: () => letters(LIMIT, EMOJI, 9),
   mixed: () => letters(LIMIT, MIXED, 6),
+  spaces: () => " ".repeat(LIMIT),
+  "space, newline": () => " \n".repeat(LIMIT / 2),
+  "mixed whitespace": () => letters(LIMIT, " \t\n\r\u3000\u00a0", 5),
+  "words, then spaces": () => "hello world ".repeat(100) + " ".repeat(LIMIT - 1200),
+  "spaces, then words": () => " ".repeat(LIMIT - 1200) + "hello world ".repeat(100),
 };
 
 /** An input and its truncation direction, or a pair: the input as the document after the query of another kind. */

@@ -84,7 +84,9 @@ describe("the replica's rules, on a vocabulary with exact ties", () => {
       test(`Metaspace prepend_scheme ${scheme}${whitespaceFirst ? " after WhitespaceSplit" : ""}`, async () => {
         const words = { "one letter": "a".repeat(20_001), "a word, then one letter": "b " + "a".repeat(70_002), "two spaces, then a run": "  " + "a".repeat(20_003) };
         const encoder = await expectLibraryIds(`${scheme} ${whitespaceFirst}`, tieJson(pre), 61, words);
-        expect(encoder.wordPathChecks).toEqual({ same: 6, differ: 0 });
+        // after WhitespaceSplit, which drops whitespace, the second space of "two spaces, then a run" is a cut
+        // (whitespaceRules): its run cut on the left is the text after it, tokenized without the replica
+        expect(encoder.wordPathChecks).toEqual({ same: whitespaceFirst ? 5 : 6, differ: 0 });
       });
     }
   }

@@ -1,0 +1,141 @@
+// Long whitespace runs (src/tokenize/prefix.ts whitespaceRules): shortened where the pipeline drops whitespace
+// (BERT, WhitespaceSplit) or collapses a run into one space (CLIP's `\s+`, the SentencePiece exports' ` {2,}`), and a
+// space after whitespace taken as a cut where Metaspace splits and the whitespace before it stays apart. Ids must be
+// the library's on the whole text, truncated (right, left and as a pair member), for every tokenizer here; texts of
+// whitespace of every kind the library counts, around words, marks, Prepend characters and added tokens.
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { Tokenizer } from "tokenizers";
+import { Encoder } from "../../src/tokenize/encode";
+import { cutPolicy, whitespaceRules } from "../../src/tokenize/prefix";
+import { FIXTURES, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
+import { expectAtLimit, type LimitCase } from "./at-limit";
+
+const SHARED = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
+/** Every fixture's tokenizer.json once (several fixtures share one file). */
+function fixtureNames(): string[] {
+  const seen = new Set<string>();
+  const names: string[] = [];
+  for (const dir of readdirSync(FIXTURES).sort()) {
+    const text = existsSync(join(FIXTURES, dir, "tokenizer.json")) ? tokenizerText(`models/${dir}`) : null;
+    if (text === null || seen.has(text)) continue;
+    seen.add(text);
+    names.push(`models/${dir}`);
+  }
+  return names;
+}
+const NAMES = [...(existsSync(SHARED_TOKENIZERS) ? SHARED.map((f) => `shared/${f}`) : []), ...fixtureNames()];
+
+/** Every character the library counts as whitespace, runs of them, and what may stand next to a run. */
+const WHITESPACE = ["\t", "\n", "\v", "\f", "\r", " ", "\u0085", "\u00a0", "\u1680", "\u2000", "\u2003", "\u200a", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000"];
+const PIECES = [
+  ...WHITESPACE,
+  ...WHITESPACE.map((w) => w.repeat(5)),
+  "  ",
+  " ".repeat(41),
+  "\n".repeat(23),
+  "\r\n",
+  " \n".repeat(11),
+  "\u3000 ".repeat(7),
+  "\n ".repeat(9),
+  "a",
+  "word",
+  "Word",
+  "日本",
+  "é",
+  "e\u0301",
+  "\u0301",
+  "!",
+  "12",
+  "\u200b",
+  "\u0600",
+  "😀",
+  "</s>",
+  "[SEP]",
+];
+const LONG = 24_000;
+
+function inputs(seed: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let k = 0; k < 3; k++) out[`pieces, seed ${seed + k}`] = textOfPieces(PIECES, seed * 7919 + k, LONG);
+  out.spaces = " ".repeat(LONG);
+  out["space, newline"] = " \n".repeat(LONG / 2);
+  out["ideographic space, space"] = "\u3000 ".repeat(LONG / 2);
+  out["newline, space, tab"] = "\n \t".repeat(LONG / 3);
+  out["words, then spaces"] = "hello world ".repeat(100) + " ".repeat(LONG);
+  out["spaces, then words"] = " ".repeat(LONG) + "hello world ".repeat(100);
+  out["words in runs of whitespace"] = textOfPieces(["word", " ".repeat(300), "\n\n\n\n", "\t \t", "é\u0301"], seed, LONG);
+  return out;
+}
+
+describe("long whitespace runs: ids identical to the library's whole text, truncated", () => {
+  for (const [i, name] of NAMES.entries()) {
+    test(name, async () => {
+      const json = tokenizerText(name)!;
+      for (const maxLength of [64, 512]) await expectLibraryIds(`${name} ${maxLength}`, json, maxLength, inputs(i + maxLength));
+    }, 120_000);
+  }
+});
+
+describe("long whitespace runs in pairs", () => {
+  for (const [i, name] of NAMES.entries()) {
+    test(name, async () => {
+      const json = tokenizerText(name)!;
+      const encoder = await Encoder.create(JSON.parse(json), {}, 128);
+      const rust = Tokenizer.fromString(json);
+      rust.disablePadding();
+      const long = Object.values(inputs(3 * i + 1));
+      const firsts = [...long.map(() => "what is this?"), ...long.slice(0, 3)];
+      const seconds = [...long, ...long.slice(3, 6)];
+      const got = await encoder.encodeBatch(seconds, firsts);
+      for (let j = 0; j < seconds.length; j++) {
+        const want = await libraryTruncated(rust, 128, firsts[j]!, seconds[j]!);
+        expect([name, j, Array.from(got[j]!.ids), Array.from(got[j]!.typeIds ?? got[j]!.ids.map(() => 0))]).toEqual([name, j, want.ids, want.types]);
+      }
+    }, 120_000);
+  }
+});
+
+describe("what each pipeline's whitespace allows (whitespaceRules, read from the library's normaliser and pre-tokenizer)", () => {
+  const rules = (name: string) => {
+    const json = tokenizerText(name)!;
+    const shape = cutPolicy(JSON.parse(json))?.whitespace ?? null;
+    if (!shape) return null;
+    const rust = Tokenizer.fromString(json);
+    const n = rust.getNormalizer();
+    const p = rust.getPreTokenizer();
+    return whitespaceRules(shape, (s) => (n === null ? s : n.normalizeString(s)), (s) => (p === null ? [s] : p.preTokenizeString(s).map(([x]) => x)));
+  };
+  const runOf = (r: ReturnType<typeof rules>, ch: string) => r?.runs !== null && r?.runs !== undefined && new RegExp(`^(?:${r.runs.source})$`).test(ch.repeat(3));
+
+  test("byte-level BPE keeps every whitespace character: no rule (its runs are tokens)", () => {
+    for (const name of ["models/roberta-cls", "models/qwen3-embed", "models/clap"]) expect([name, rules(name)]).toEqual([name, null]);
+  });
+
+  test("BERT drops whitespace: runs of it shortened, a space after it is a cut", () => {
+    const r = rules("models/bert-mean-norm");
+    for (const ch of [" ", "\t", "\n", "\r", "\u3000", "\u00a0"]) expect([ch, runOf(r, ch), r?.after?.has(ch) ?? false]).toEqual([ch, true, true]);
+  });
+
+  test("Metaspace behind NFKC and ` {2,}`: only what becomes a space runs; a space after a line break or tab is a cut", () => {
+    const r = rules("models/gemma-embed");
+    for (const ch of [" ", "\u3000", "\u00a0"]) expect([ch, runOf(r, ch)]).toEqual([ch, true]);
+    for (const ch of ["\n", "\t", "\r"]) expect([ch, runOf(r, ch), r?.after?.has(ch)]).toEqual([ch, false, true]);
+    // NFKC makes U+3000 a space, which ` {2,}` joins to the space after it
+    expect(r?.after?.has("\u3000")).toBe(false);
+  });
+});
+
+// At the limit: 1,000,000 characters of whitespace, timed in a fresh process against the library (at-limit.ts).
+const WHITESPACE_LIMIT: Record<string, string[]> = {
+  "models/bert-mean-norm": ["spaces", "space, newline", "mixed whitespace", "spaces, then words"],
+  "models/xlmr-max": ["spaces", "space, newline", "mixed whitespace", "words, then spaces"],
+  "models/gemma-embed": ["spaces", "space, newline", "mixed whitespace", "spaces, then words"],
+  "models/clip": ["spaces", "mixed whitespace", "words, then spaces"],
+};
+describe("1,000,000 characters of whitespace (timed in a fresh process: at-limit.ts)", () => {
+  for (const [name, kinds] of Object.entries(WHITESPACE_LIMIT)) {
+    test(name, () => expectAtLimit(name, kinds.flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
+  }
+});
