@@ -7,6 +7,7 @@
 // before each timed run). Reads the real
 // tokenizers in ../shared/tokenizers, and fixture tokenizers named `models/<fixture>` (the Qwen3 ones:
 // `models/qwen3-embed`). `--before DIR` adds another checkout's Encoder (e.g. main before a change), timed the same.
+// `--whitespace` runs the whitespace inputs instead (spaces, newlines, tabs, mixed, a long run before or after words).
 //
 //   bun bench/long-word.ts [characters] [tokenizer...] [--before DIR]   (default 1000000 and the five shared ones;
 //   e.g. `bun bench/long-word.ts 1000000 t5-small xlm-roberta-unigram` for the Unigram rows, `bun bench/long-word.ts
@@ -17,20 +18,21 @@ import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../src/tokenize/encode";
 import { cutPolicy } from "../src/tokenize/prefix";
-import { cjk, letters } from "./workload";
+import { cjk, letters, whitespaceInputs } from "./workload";
 
 const SHARED = join(import.meta.dir, "..", "..", "shared", "tokenizers");
 const FIXTURES = join(import.meta.dir, "..", "test", "fixtures", "models");
 const FILES = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
 const beforeAt = process.argv.indexOf("--before");
 const Before: typeof Encoder | null = beforeAt > 0 ? (await import(join(process.argv[beforeAt + 1]!, "src", "tokenize", "encode.ts"))).Encoder : null;
-const args = process.argv.slice(2).filter((_, i, all) => all[i] !== "--before" && all[i - 1] !== "--before");
+const args = process.argv.slice(2).filter((_, i, all) => all[i] !== "--before" && all[i - 1] !== "--before" && all[i] !== "--whitespace");
 const N = Number(args[0] ?? 1_000_000);
 const ONLY = args.slice(1);
 const fixtureNames = ONLY.filter((n) => n.startsWith("models/"));
 const sharedNames = ONLY.filter((n) => !n.startsWith("models/"));
 
-const INPUTS: Record<string, string> = {
+const WHITESPACE = process.argv.includes("--whitespace");
+const INPUTS: Record<string, string> = WHITESPACE ? Object.fromEntries(Object.entries(whitespaceInputs(N)).map(([k, f]) => [k, f()])) : {
   "one letter": "a".repeat(N),
   "ASCII letters": letters(N, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
   "Latin with accents": letters(N, "abcdeéüßøåçñ", 2),

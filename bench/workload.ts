@@ -127,3 +127,19 @@ export function cjk(n: number): string {
   for (let i = 0; i < n; i++) out[i] = String.fromCharCode(0x4e00 + ((i * 7919) % 20_000));
   return out.join("");
 }
+
+/**
+ * n characters of whitespace, or words and one long run of spaces (bench/long-word.ts --whitespace and the
+ * at-limit tokenizer tests read the same inputs; n even, at least 1,200).
+ */
+export function whitespaceInputs(n: number): Record<string, () => string> {
+  return {
+    spaces: () => " ".repeat(n),
+    newlines: () => "\n".repeat(n),
+    "space, newline": () => " \n".repeat(n / 2),
+    tabs: () => "\t".repeat(n),
+    "mixed whitespace": () => letters(n, " \t\n\r\u3000\u00a0", 5),
+    "words, then spaces": () => "hello world ".repeat(100) + " ".repeat(n - 1200),
+    "spaces, then words": () => " ".repeat(n - 1200) + "hello world ".repeat(100),
+  };
+}

@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenSpaceRuns, shortenWordRuns, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -203,6 +203,11 @@ export class Encoder {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
       const at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      if ((at < 0 || at > 4 * from) && from < text.length && cuts.spaceRuns && Number.isFinite(need)) {
+        // no cut point soon after `from`: a long run of whitespace, cut inside (prefix.ts, SpaceRunPolicy)
+        const inside = await this.spacePrefix(text, need, cuts, words);
+        if (inside) return inside;
+      }
       if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord && Number.isFinite(need)) {
         // No cut point soon after `from`: a long word. For pairs the last word's count is then a lower bound
         // (countedLength), which decides most pairs (pairLengths); the others are tokenized further (encodeBatch).
@@ -224,6 +229,10 @@ export class Encoder {
     let from = text.length - Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
       const at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.spaceRuns?.suffixes && Number.isFinite(need)) {
+        const inside = await this.spaceSuffix(text, need, cuts);
+        if (inside) return inside;
+      }
       if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.suffixes && Number.isFinite(need)) {
         const inside = await this.wordSuffix(text, need, cuts.inWord);
         if (inside) return inside;
@@ -283,30 +292,93 @@ export class Encoder {
         back *= 4;
         continue;
       }
-      const parts = win.ends.map((start) => text.slice(start));
-      const encodings = await this.tokenizer.encodeBatch(parts, CONTENT_ONLY);
-      const ids = encodings.map((e) => e.getIds());
-      const offsets = encodings.map((e) => e.getOffsets());
-      const lengths = parts.map(codePoints);
-      const fromEnd = (j: number, k: number) => {
-        const t = ids[j]!.length - 1 - k;
-        return t < 0 ? null : { id: ids[j]![t]!, a: lengths[j]! - offsets[j]![t]![0]!, b: lengths[j]! - offsets[j]![t]![1]! };
-      };
-      let common = 0;
-      for (;; common++) {
-        const first = fromEnd(0, common);
-        if (!first || !ids.every((_, j) => {
-          const x = fromEnd(j, common);
-          return x !== null && x.id === first.id && x.a === first.a && x.b === first.b;
-        })) break;
-      }
+      const { ids, common } = await this.commonSuffixTokens(text, win.ends);
       if (common === 0) return null;
-      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(ids[0]!.length - common)), words: null, tokens: "some" };
+      if (common >= need) return { ids: Int32Array.from(ids.slice(ids.length - common)), words: null, tokens: "some" };
       back = (text.length - win.ends[0]!) * 4;
       if (back * win.ends.length * 4 > text.length) return null;
     }
     return null;
   }
+
+  /**
+   * How many last tokens the suffixes of a text starting at `starts` all end with (same ids, same offsets from the
+   * text's end), and the first suffix's ids: the whole text's last tokens when one start is a boundary of them
+   * (InWordPolicy, SpaceRunPolicy).
+   */
+  private async commonSuffixTokens(text: string, starts: readonly number[]): Promise<{ ids: number[]; common: number }> {
+    const parts = starts.map((start) => text.slice(start));
+    const encodings = await this.tokenizer.encodeBatch(parts, CONTENT_ONLY);
+    const ids = encodings.map((e) => e.getIds());
+    const offsets = encodings.map((e) => e.getOffsets());
+    const lengths = parts.map(codePoints);
+    const fromEnd = (j: number, k: number) => {
+      const t = ids[j]!.length - 1 - k;
+      return t < 0 ? null : { id: ids[j]![t]!, a: lengths[j]! - offsets[j]![t]![0]!, b: lengths[j]! - offsets[j]![t]![1]! };
+    };
+    let common = 0;
+    for (;; common++) {
+      const first = fromEnd(0, common);
+      if (!first || !ids.every((_, j) => {
+        const x = fromEnd(j, common);
+        return x !== null && x.id === first.id && x.a === first.a && x.b === first.b;
+      })) break;
+    }
+    return { ids: ids[0]!, common };
+  }
+
+  /**
+   * The first `need` or more content ids of a text from prefixes that end inside a run of whitespace (prefix.ts,
+   * SpaceRunPolicy): all ids of a prefix ending at a forced boundary, else the ids every prefix ending in a window
+   * begins with. Windows start after 4 characters per token needed and move 4x further while too few tokens came or
+   * none was found; null past the text's end. With `words`, the tokens' word ids: the last word (the run) goes on
+   * (tokens "some": a lower bound for pairs).
+   */
+  private async spacePrefix(text: string, need: number, cuts: CutPolicy, words: boolean): Promise<Content | null> {
+    for (let from = Math.max(64, need * 4); from < text.length; from *= 4) {
+      const ends = spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar);
+      if (!ends) continue;
+      const encodings = await this.tokenizer.encodeBatch(ends.map((e) => text.slice(0, e)), CONTENT_ONLY);
+      const common = commonFirstTokens(encodings.map((e) => e.getIds()), encodings.map((e) => e.getOffsets()));
+      if (common >= need) {
+        return { ids: Int32Array.from(encodings[0]!.getIds().slice(0, common)), words: words ? encodings[0]!.getWordIds().slice(0, common) : null, tokens: "some" };
+      }
+      // prefixes that agree on nothing, or a next window that would cost more than the whole text
+      if (common === 0 || from * 4 * ends.length * 4 > text.length) return null;
+      from = Math.max(from, ends[ends.length - 1]!);
+    }
+    return null;
+  }
+
+  /**
+   * The last `need` or more content ids of a text from suffixes that start inside a run of whitespace (SpaceRunPolicy):
+   * all ids of a suffix starting at a forced boundary, else the ids every suffix starting in a window ends with.
+   */
+  private async spaceSuffix(text: string, need: number, cuts: CutPolicy): Promise<Content | null> {
+    for (let back = Math.max(64, need * 4); back < text.length; back *= 4) {
+      const starts = spaceRunWindow(text, text.length - back, "left", cuts, this.isSpace, this.normalizeChar);
+      if (!starts) continue;
+      const { ids, common } = await this.commonSuffixTokens(text, starts);
+      if (common >= need) return { ids: Int32Array.from(ids.slice(ids.length - common)), words: null, tokens: "some" };
+      // suffixes that agree on nothing (a periodic run, whose last tokens shift with the start), or a next window
+      // that would cost more than the whole text
+      if (common === 0 || back * 4 * starts.length * 4 > text.length) return null;
+      back = Math.max(back, text.length - starts[0]!);
+    }
+    return null;
+  }
+
+  /** spaceChar of a UTF-16 code unit (cached: 0 not yet known, 1 yes, 2 no; surrogates never). */
+  private readonly isSpace = (code: number): boolean => {
+    this.spaceChars ??= new Uint8Array(0x10000);
+    let v = this.spaceChars[code]!;
+    if (v === 0) {
+      v = code < 0xd800 || code > 0xdfff ? (spaceChar(String.fromCharCode(code), this.normalizeChar, this.pieces) ? 1 : 2) : 2;
+      this.spaceChars[code] = v;
+    }
+    return v === 1;
+  };
+  private spaceChars: Uint8Array | null = null;
 
   /**
    * The last `need` or more content ids of a text whose long word around `from` is one ASCII character repeated to
@@ -318,10 +390,12 @@ export class Encoder {
    * its first symbols) have a boundary b inside the run: the end of the tokens that all prefixes ending in a window
    * of the run begin with (wordPrefixWindow); the run's part after b is c^L tokenized alone, which ends with T(c^r)
    * for r = L - k q: the text from there to its end is tokenized, r chosen so that it holds `need` tokens.
+   * A run of one whitespace character (newlines) is one pre-token whose windows and suffixes SpaceRunPolicy gives.
    */
   private async runSuffix(text: string, from: number, need: number, cuts: CutPolicy, policy: InWordPolicy): Promise<Content | null> {
     const ch = text[from];
     if (!policy.suffixes || policy.ignoreMerges || ch === undefined || ch.charCodeAt(0) >= 0x80) return null;
+    if (this.isSpace(ch.charCodeAt(0)) && !cuts.spaceRuns?.suffixes) return null;
     let start = from;
     while (start > 0 && text[start - 1] === ch) start--;
     let end = from;
@@ -330,11 +404,12 @@ export class Encoder {
     // the cut before the word: the characters between it and the run are tokenized with the run's first part
     const before = start === 0 ? 0 : Math.max(0, cutAtOrBefore(text, start, cuts, this.normalizeChar));
     if (start - before > RUN_LEAD_CHARS) return null;
-    const period = await this.runPeriod(ch, policy);
+    const period = await this.runPeriod(ch, policy, cuts);
     if (!period) return null;
-    const win = wordPrefixWindow(text, start, policy, this.normalizeChar);
-    if (!win || win.ends[0]! <= start || win.ends[win.ends.length - 1]! >= end) return null;
-    const lead = await this.prefixTokens(win.ends.map((e) => text.slice(before, e)), policy);
+    // a whitespace window a few characters in: prefixes ending at the run's first positions share no token
+    const ends = this.runWindow(text, this.isSpace(ch.charCodeAt(0)) ? start + 16 : start, policy, cuts);
+    if (!ends || ends[0]! <= start || ends[ends.length - 1]! >= end) return null;
+    const lead = await this.prefixTokens(ends.map((e) => text.slice(before, e)), policy);
     const common = commonFirstTokens(lead.ids, lead.offsets);
     if (common === 0) return null;
     // code points to UTF-16: the lead may hold astral characters, the run none
@@ -360,18 +435,18 @@ export class Encoder {
    * characters (a disagreement, e.g. merges the argument does not model, gives null: the text is tokenized as
    * before). Cached per character.
    */
-  private async runPeriod(ch: string, policy: InWordPolicy): Promise<RunPeriod | null> {
+  private async runPeriod(ch: string, policy: InWordPolicy, cuts: CutPolicy): Promise<RunPeriod | null> {
     const cached = this.runPeriods.get(ch);
     if (cached !== undefined) return cached;
     let period: RunPeriod | null = null;
     const run = ch.repeat(RUN_PERIOD_CHARS);
-    const win = wordPrefixWindow(run, 64, policy, this.normalizeChar);
-    if (win) {
-      const { ids, offsets } = await this.prefixTokens(win.ends.map((e) => run.slice(0, e)), policy);
+    const ends = this.runWindow(run, 64, policy, cuts);
+    if (ends) {
+      const { ids, offsets } = await this.prefixTokens(ends.map((e) => run.slice(0, e)), policy);
       if (commonFirstTokens(ids, offsets) > 0) {
         const token = ids[0]![0]!;
         const q = offsets[0]![0]![1]!;
-        const n1 = win.ends[win.ends.length - 1]!;
+        const n1 = ends[ends.length - 1]!;
         const sizes = Array.from({ length: q }, (_, r) => n1 + r);
         const [longer, shorter] = await Promise.all([
           this.tokenizer.encodeBatch(sizes.map((n) => run.slice(0, n)), CONTENT_ONLY),
@@ -388,6 +463,15 @@ export class Encoder {
     return period;
   }
   private readonly runPeriods = new Map<string, RunPeriod | null>();
+
+  /**
+   * A window's prefix ends at or after `from` in a run of one character: inside a whitespace run (spaceRunWindow),
+   * else inside a word (wordPrefixWindow).
+   */
+  private runWindow(text: string, from: number, policy: InWordPolicy, cuts: CutPolicy): number[] | null {
+    if (this.isSpace(text.charCodeAt(from))) return spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar);
+    return wordPrefixWindow(text, from, policy, this.normalizeChar)?.ends ?? null;
+  }
 
   /**
    * The first `need` or more content ids of a text from prefixes that end inside a word (prefix.ts, InWordPolicy):

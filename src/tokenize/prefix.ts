@@ -57,9 +57,15 @@ const PREPEND = /[\u0600-\u0605\u06DD\u070F\u0890\u0891\u08E2\u0D4E\u{110BD}\u{1
  * "a", "\u0085 ", " b"), so a cut after it is no word boundary.
  */
 const WHITESPACE = /[\s\u0085]/u;
+/** WHITESPACE by UTF-16 code unit (all of it is in the BMP). */
+function isWhitespaceCode(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13) || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
 /** CJK ideographs BERT's normaliser surrounds with spaces (the BMP blocks; longer texts find plenty of these). */
 const CJK_IDEOGRAPH = /[\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF]/g;
 const SPACE = / /g;
+/** A space after a character that is not whitespace (WHITESPACE): runs of whitespace are skipped natively. */
+const SPACE_AFTER_OTHER = /(?<![\s\u0085]) /g;
 
 export interface CutPolicy {
   /** Cuts before ideographs as well as before spaces (BERT's normaliser isolates ideographs). */
@@ -100,6 +106,8 @@ export interface CutPolicy {
   afterWhitespace: ReadonlySet<string> | null;
   /** How the pipeline treats whitespace, for whitespaceRules, or null. */
   whitespace: WhitespaceShape | null;
+  /** Cuts inside runs of whitespace under byte-level BPE (spaceRunWindow), or null. */
+  spaceRuns: SpaceRunPolicy | null;
 }
 
 /**
@@ -430,6 +438,7 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     spaced,
     afterWhitespace: null,
     whitespace: whitespaceShape(tj),
+    spaceRuns: spaceRunPolicy(tj, model as Record<string, unknown>, added),
   };
 }
 
@@ -715,8 +724,10 @@ function oneRegexClass(chars: ReadonlySet<string>, pieces: PieceCount): boolean 
 export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
   let cut = -1;
   const spaced = policy.spaced;
-  SPACE.lastIndex = Math.max(1, from);
-  for (let m = SPACE.exec(text); m; m = SPACE.exec(text)) {
+  // spaces after whitespace are cuts only where afterWhitespace names that whitespace
+  const spaces = policy.afterWhitespace?.size ? SPACE : SPACE_AFTER_OTHER;
+  spaces.lastIndex = Math.max(1, from);
+  for (let m = spaces.exec(text); m; m = spaces.exec(text)) {
     const before = text.charCodeAt(m.index - 1);
     // A low surrogate's code point is checked whole; whitespace and Prepend characters are all in the BMP.
     const prev = before >= 0xdc00 && before <= 0xdfff ? "x" : String.fromCharCode(before);
@@ -860,7 +871,13 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
   for (let i = text.lastIndexOf(" ", Math.min(before, text.length - 1)); i > 0; i = text.lastIndexOf(" ", i - 1)) {
     const low = text.charCodeAt(i - 1);
     const prev = low >= 0xdc00 && low <= 0xdfff ? "x" : String.fromCharCode(low);
-    if ((!WHITESPACE.test(prev) || policy.afterWhitespace?.has(prev)) && !PREPEND.test(prev) && !(spaced && addedSpans(text, i, spaced, normalize))) {
+    if (WHITESPACE.test(prev) && !policy.afterWhitespace?.has(prev)) {
+      // inside a run of whitespace: where no whitespace may come before a space cut, only the run's first character
+      // may be a space after something else
+      if (!policy.afterWhitespace?.size) while (i > 1 && isWhitespaceCode(text.charCodeAt(i - 2))) i--;
+      continue;
+    }
+    if (!PREPEND.test(prev) && !(spaced && addedSpans(text, i, spaced, normalize))) {
       cut = i;
       break;
     }
@@ -880,6 +897,251 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
     }
   }
   return cut;
+}
+
+/**
+ * Cuts inside a run of whitespace, for byte-level BPE behind GPT-2's regex (ByteLevel with use_regex) or the Llama 3 /
+ * Qwen2 / Qwen3 Split regex (Isolated, then ByteLevel without its regex). The space cut (cutAtOrAfter) is never taken
+ * after whitespace, because a run of whitespace is one pre-token (`\s+(?!\S)`): a text of a million spaces or
+ * newlines had no cut at all and was tokenized whole. A position v with run characters on both sides (spaceChar:
+ * whitespace to the library's pre-tokenizer, kept by the normaliser) is exact when the text on one side of v
+ * pre-tokenizes as the whole text does there but for the pre-token P around v, which it holds cut at v, and P's BPE
+ * tokens have a boundary at v.
+ *
+ * Pre-tokens. Call the run [s, k) (no run character at s - 1 or k, and no character there that might be whitespace to
+ * the library: MAYBE_SPACE). No match of either regex that starts before s reaches into the run, but for Qwen's
+ * ` ?[^\s\p{L}\p{N}]+[\r\n]*`, which takes the line breaks at a run's start after punctuation: when the run starts
+ * with a line break and has text before it, v must lie past the run's first character that is not a line break. In
+ * the run:
+ * - GPT-2: `\s+(?!\S)` takes [s, k - 1) (all of it at the text's end); the last character goes alone or with the
+ *   word after it. A prefix ending at v in (s, k) ends with the pre-token [s, v), a prefix of P; a suffix starting at
+ *   v begins with [v, k - 1) (v < k - 1), a suffix of P, or with the same last piece (v = k - 1, a boundary).
+ * - Qwen: `\s*[\r\n]+` takes the run up to its last line break L (the greedy \s* backs off to it), then the rest goes
+ *   as in GPT-2 (a last character that is not a line break may join the letters after it: `[^\r\n\p{L}\p{N}]?\p{L}+`).
+ *   A suffix starting at v in (s, k) begins with [v, L] or [v, k - 1): a suffix of the whole text's pre-token. A
+ *   prefix ending at v ends with a prefix of the whole text's pre-token only when text[v - 1] is a line break (its
+ *   `\s*[\r\n]+` ends at v) or no line break follows in [v, k) (v is past L); otherwise it ends with two pre-tokens
+ *   ([s, l] and (l, v), l its last line break) where the whole text has one.
+ * Added tokens are matched before all this: one holding whitespace must not match across v (addedSpans), one with
+ * lstrip must not follow the run (its match takes the run's whitespace), none may have rstrip (spaceRunPolicy); the
+ * others hold no whitespace and cannot meet v.
+ *
+ * BPE. Every byte is a vocabulary token (everyByte), so P's tokens are vocabulary tokens over P's bytes. When no
+ * vocabulary token equals a stretch of the run's bytes that starts before v and ends after it, v is a boundary of
+ * P's tokens (forced). Otherwise, with `reach` the furthest end of such a stretch, the token that holds the byte
+ * before v ends at v or by `reach`; where the characters from v to there are single bytes, that end is a character
+ * position, so P's tokens have a boundary among v .. p (p = reach): a window, as in InWordPolicy. BPE's tokens on
+ * each side of a boundary of P are that side's alone (no merge crosses it, and each side's merges run in the same
+ * order alone), so the prefix (suffix) ending (starting) at the boundary has exactly the whole text's tokens before
+ * (after) it, and the tokens that the prefixes (suffixes) of every window position begin (end) with, by id and
+ * offsets, are among them. Not with ignore_merges (a pre-token found whole in the vocabulary is one token),
+ * dropout, a continuing-subword prefix or an end-of-word suffix; suffixes need no prefix space either (ByteLevel's
+ * add_prefix_space puts one before a suffix that starts with other whitespace). The normaliser must map the run's
+ * characters to themselves and treat them alone (Unicode normal forms: whitespace is a starter that composes with
+ * nothing; Lowercase).
+ */
+export interface SpaceRunPolicy {
+  /** The Llama 3 / Qwen regex, whose `\s*[\r\n]+` ends a whitespace pre-token at the run's last line break. */
+  lineBreaks: boolean;
+  /** Suffixes from a position in a run have the whole text's last tokens (no prefix space is added). */
+  suffixes: boolean;
+  /** Contents of added tokens with lstrip: none may follow a run (its match would take the run). */
+  lstrip: readonly string[];
+  /**
+   * The vocabulary's tokens (byte-level strings), the longest one's length, and the longest holding an ASCII
+   * whitespace byte (bytes; built on first use).
+   */
+  vocab: () => SpaceRunVocab;
+}
+
+interface SpaceRunVocab {
+  tokens: ReadonlySet<string>;
+  longest: number;
+  longestAscii: number;
+}
+
+/** GPT-2's regex, and the Llama 3 / Qwen ones with `\s*[\r\n]+` (SAFE_SPLIT_REGEXES). */
+const GPT2_REGEX = [...SAFE_SPLIT_REGEXES][1]!;
+const LINE_BREAK_REGEXES = [...SAFE_SPLIT_REGEXES].slice(2);
+
+/** Normalisers that keep whitespace and treat each whitespace character alone (SpaceRunPolicy). */
+function spaceKeepingNormalizer(n: Json): boolean {
+  if (!n) return true;
+  if (n.type === "Sequence") return list(n.normalizers).every(spaceKeepingNormalizer);
+  return ["NFC", "NFD", "NFKC", "NFKD", "Lowercase"].includes(String(n.type));
+}
+
+const nonEmpty = (x: unknown) => typeof x === "string" && x !== "";
+
+/** The whitespace-run policy of a byte-level BPE tokenizer.json (SpaceRunPolicy), else null. */
+function spaceRunPolicy(tj: Record<string, unknown>, model: Record<string, unknown>, added: Json[]): SpaceRunPolicy | null {
+  if (modelType(model) !== "BPE" || !model.vocab || typeof model.vocab !== "object" || Array.isArray(model.vocab)) return null;
+  if ((model.dropout !== null && model.dropout !== undefined) || model.ignore_merges === true) return null;
+  if (nonEmpty(model.continuing_subword_prefix) || nonEmpty(model.end_of_word_suffix)) return null;
+  if (!spaceKeepingNormalizer(tj.normalizer as Json)) return null;
+  const pre = tj.pre_tokenizer as Json;
+  const parts = pre?.type === "Sequence" ? list(pre.pretokenizers) : [pre];
+  let lineBreaks: boolean;
+  if (parts.length === 1 && parts[0]?.type === "ByteLevel" && parts[0].use_regex !== false) lineBreaks = false;
+  else if (
+    parts.length === 2 && parts[0]?.type === "Split" && parts[0].behavior === "Isolated" && parts[0].invert !== true &&
+    parts[1]?.type === "ByteLevel" && parts[1].use_regex === false
+  ) {
+    const regex = ((parts[0].pattern ?? {}) as { Regex?: string }).Regex;
+    if (regex === GPT2_REGEX) lineBreaks = false;
+    else if (regex !== undefined && LINE_BREAK_REGEXES.includes(regex)) lineBreaks = true;
+    else return null;
+  } else return null;
+  if (added.some((t) => t?.rstrip === true)) return null;
+  const lstrip = added.filter((t) => t?.lstrip === true);
+  // an lstrip token matched in the normalised text: its content is not what the raw text holds
+  if (tj.normalizer && lstrip.some((t) => t?.normalized !== false)) return null;
+  const vocab = Object.keys(model.vocab as object);
+  if (!allBytes(vocab)) return null;
+  let built: SpaceRunVocab | null = null;
+  return {
+    lineBreaks,
+    suffixes: !prefixSpace(pre),
+    lstrip: lstrip.map((t) => String(t?.content ?? "")).filter((c) => c !== ""),
+    vocab: () => {
+      if (!built) {
+        const ascii = /[\u0120\u0109\u010a\u010b\u010c\u010d]/;
+        let longest = 0;
+        let longestAscii = 0;
+        for (const t of vocab) {
+          if (t.length > longest) longest = t.length;
+          if (t.length > longestAscii && ascii.test(t)) longestAscii = t.length;
+        }
+        built = { tokens: new Set(vocab), longest, longestAscii };
+      }
+      return built;
+    },
+  };
+}
+
+/**
+ * Characters a run of whitespace may hold: whitespace to the library's regex engine (Unicode White_Space: U+0085
+ * too, JavaScript's U+FEFF not), all in the BMP. spaceChar also asks the tokenizer.
+ */
+const RUN_SPACE = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$/;
+/** Characters that may be whitespace to JavaScript, the library or older Unicode tables: no run ends before one. */
+const MAYBE_SPACE = /[\s\u0085\u180e\u200b]/u;
+
+/**
+ * Whether `ch` is a character of a whitespace run (SpaceRunPolicy): one of RUN_SPACE that the normaliser keeps and
+ * that the tokenizer's own pre-tokenizer (`pieces`) treats as whitespace: two of them are one piece, and they split
+ * letters, punctuation and digits apart (each of those classes is one piece with its own kind in both regexes but
+ * Qwen's digits, which are one piece each).
+ */
+export function spaceChar(ch: string, normalize: (ch: string) => string, pieces: PieceCount): boolean {
+  return RUN_SPACE.test(ch) && normalize(ch) === ch && pieces(ch + ch) === 1 && pieces(`a${ch}${ch}a`) >= 2 && pieces(`!${ch}${ch}!`) >= 2 && pieces(`1${ch}${ch}1`) >= 2;
+}
+
+/** A run of whitespace characters [start, end), its last line break (-1: none) and first other character (end: none). */
+interface SpaceRun {
+  start: number;
+  end: number;
+  lastBreak: number;
+  firstOther: number;
+  /** No character that might be whitespace next to it and no lstrip added token after it. */
+  usable: boolean;
+}
+
+const isBreak = (code: number) => code === 10 || code === 13;
+
+function spaceRunAround(text: string, v: number, isSpace: (code: number) => boolean, normalize: (ch: string) => string, runs: SpaceRunPolicy): SpaceRun {
+  let start = v - 1;
+  while (start > 0 && isSpace(text.charCodeAt(start - 1))) start--;
+  let end = v;
+  while (end < text.length && isSpace(text.charCodeAt(end))) end++;
+  let lastBreak = end - 1;
+  while (lastBreak >= start && !isBreak(text.charCodeAt(lastBreak))) lastBreak--;
+  let firstOther = start;
+  while (firstOther < end && isBreak(text.charCodeAt(firstOther))) firstOther++;
+  const outside = (ch: string) => ch !== "" && (MAYBE_SPACE.test(ch) || MAYBE_SPACE.test(normalize(ch)));
+  const low = text.charCodeAt(start - 1);
+  const before = start === 0 ? "" : low >= 0xdc00 && low <= 0xdfff && start >= 2 ? text.slice(start - 2, start) : text[start - 1]!;
+  const usable = !outside(before) && !outside(codePointAt(text, end)) && !runs.lstrip.some((c) => text.startsWith(c, end));
+  return { start, end, lastBreak: lastBreak < start ? -1 : lastBreak, firstOther, usable };
+}
+
+/** How many positions spaceRunWindow looks at, and how many of them it checks against the vocabulary. */
+const SPACE_SCAN = 4096;
+const SPACE_CHECKS = 16;
+
+/**
+ * The positions of a window inside a run of whitespace (SpaceRunPolicy) at or after `from` (side "right": prefixes
+ * ending there) or at or before it ("left": suffixes starting there), or null when none is found among SPACE_SCAN
+ * positions. One position when it is a boundary of the whole text's tokens (forced); several when one of them is.
+ * `isSpace`: spaceChar by UTF-16 code unit (cached by the caller).
+ */
+export function spaceRunWindow(
+  text: string, from: number, side: "right" | "left", policy: CutPolicy, isSpace: (code: number) => boolean,
+  normalize: (ch: string) => string, maxWidth = 64,
+): number[] | null {
+  const runs = policy.spaceRuns;
+  if (!runs || (side === "left" && !runs.suffixes)) return null;
+  const step = side === "right" ? 1 : -1;
+  let run: SpaceRun | null = null;
+  let checks = 0;
+  for (let v = Math.min(Math.max(from, 1), text.length - 1), n = 0; v > 0 && v < text.length && n < SPACE_SCAN && checks < SPACE_CHECKS; v += step, n++) {
+    if (!isSpace(text.charCodeAt(v)) || !isSpace(text.charCodeAt(v - 1))) continue;
+    if (!run || v <= run.start || v >= run.end) run = spaceRunAround(text, v, isSpace, normalize, runs);
+    if (!run.usable) {
+      // past this run
+      v = side === "right" ? run.end : run.start;
+      continue;
+    }
+    const valid = (e: number) =>
+      e > run!.start && e < run!.end &&
+      // Qwen's punctuation takes the line breaks at the run's start
+      !(runs.lineBreaks && run!.start > 0 && e <= run!.firstOther && run!.firstOther > run!.start) &&
+      (side === "left" || !runs.lineBreaks || isBreak(text.charCodeAt(e - 1)) || e > run!.lastBreak) &&
+      !(policy.spaced && addedSpans(text, e, policy.spaced, normalize));
+    if (!valid(v)) continue;
+    checks++;
+    const ends = spaceBoundaryWindow(text, v, run, runs.vocab(), maxWidth);
+    if (ends && ends.every(valid)) return ends;
+  }
+  return null;
+}
+
+/** GPT-2's byte-to-character map: the byte-level string of a text's UTF-8 bytes. */
+let BYTE_CHARS: string[] | null = null;
+const UTF8 = new TextEncoder();
+function byteLevelString(s: string): string {
+  if (!BYTE_CHARS) {
+    byteLevelBytes("");
+    BYTE_CHARS = new Array<string>(256);
+    for (const [ch, b] of BYTE_OF!) BYTE_CHARS[b] = ch;
+  }
+  let out = "";
+  for (const b of UTF8.encode(s)) out += BYTE_CHARS[b];
+  return out;
+}
+
+/**
+ * [v] when no vocabulary token spans v inside the run (a forced boundary of its tokens), else the positions v .. p up
+ * to the furthest end of such a token when the characters there are single bytes and they are at most `maxWidth`
+ * (one of them is a boundary: SpaceRunPolicy), else null.
+ */
+function spaceBoundaryWindow(text: string, v: number, run: SpaceRun, vocab: SpaceRunVocab, maxWidth: number): number[] | null {
+  const ascii = text.charCodeAt(v - 1) < 0x80 && text.charCodeAt(v) < 0x80;
+  // a token over v holds text[v]'s first byte, ASCII whitespace when text[v] is ASCII
+  const longest = ascii ? vocab.longestAscii : vocab.longest;
+  const left = byteLevelString(text.slice(Math.max(run.start, v - longest), v));
+  const region = left + byteLevelString(text.slice(v, Math.min(run.end, v + longest + maxWidth)));
+  const at = left.length;
+  let reach = at;
+  for (let a = Math.max(0, at - longest + 1); a < at; a++) {
+    for (let b = Math.max(reach, at) + 1; b <= Math.min(region.length, a + longest); b++) if (vocab.tokens.has(region.slice(a, b))) reach = b;
+  }
+  if (reach === at) return [v];
+  // several positions: single-byte characters, so that a token's end between them is a character position
+  const width = reach - at + 1;
+  if (width > maxWidth) return null;
+  for (let i = v; i < v + width - 1; i++) if (text.charCodeAt(i) >= 0x80) return null;
+  return Array.from({ length: width }, (_, i) => v + i);
 }
 
 /**

@@ -5,7 +5,7 @@
 // and one process running every test file reached 14-20 GB).
 import { expect } from "bun:test";
 import { join } from "node:path";
-import { cjk, letters } from "../../bench/workload";
+import { cjk, letters, whitespaceInputs } from "../../bench/workload";
 
 export const LIMIT = 1_000_000;
 
@@ -32,11 +32,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   Cyrillic: () => letters(LIMIT, "абвгдеёжзийклмнопрст", 3),
   emoji: () => letters(LIMIT, EMOJI, 9),
   mixed: () => letters(LIMIT, MIXED, 6),
-  spaces: () => " ".repeat(LIMIT),
-  "space, newline": () => " \n".repeat(LIMIT / 2),
-  "mixed whitespace": () => letters(LIMIT, " \t\n\r\u3000\u00a0", 5),
-  "words, then spaces": () => "hello world ".repeat(100) + " ".repeat(LIMIT - 1200),
-  "spaces, then words": () => " ".repeat(LIMIT - 1200) + "hello world ".repeat(100),
+  // runs of whitespace (one pre-token each under byte-level BPE's regexes: prefix.ts, SpaceRunPolicy)
+  ...whitespaceInputs(LIMIT),
 };
 
 /** An input and its truncation direction, or a pair: the input as the document after the query of another kind. */
