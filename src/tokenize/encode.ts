@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, prefixModelJson, shortenAsciiRuns, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -185,7 +185,8 @@ export class Encoder {
       if (this.cuts?.inWord && text.length > WHOLE_CHARS) text = unknownTail(text, this.cuts.inWord, this.charKind);
       if (this.cuts && text.length > WHOLE_CHARS) {
         const part = direction === "left" ? this.suffixContent(text, need, this.cuts) : this.prefixContent(text, need, this.cuts, words);
-        cut.push(part.then((c) => void (out[i] = c)));
+        // the text that `end` indexes: the input shortened as above (the same tokens)
+        cut.push(part.then((c) => void (out[i] = c.end === undefined ? c : { ...c, text })));
       } else {
         whole.push(text);
         wholeAt.push(i);
@@ -497,7 +498,12 @@ export class Encoder {
       if (common === 0) return null;
       // a fused unknown token at the end may go on in the whole text
       while (common > 0 && policy.unknownId !== null && ids[0]![common - 1] === policy.unknownId) common--;
-      if (common >= need) return { ids: Int32Array.from(ids[0]!.slice(0, common)), words: words ? wordIds[0]!.slice(0, common) : null, tokens: "some" };
+      if (common >= need) {
+        // where the ids end in the text, when that is between two characters (byte-level tokens may split one)
+        const o = offsets[0]!;
+        const end = common === o.length || o[common]![0] === o[common - 1]![1] ? codePointIndex(text, 0, o[common - 1]![1]!) : undefined;
+        return { ids: Int32Array.from(ids[0]!.slice(0, common)), words: words ? wordIds[0]!.slice(0, common) : null, tokens: "some", end };
+      }
       const last = win.ends[win.ends.length - 1]!;
       from = last * 4;
       // Prefixes that never agree (a run of one letter under Unigram can shift its whole path with its length): stop
@@ -583,7 +589,7 @@ export class Encoder {
     const got = encoding.getIds();
     if (!this.sameIds(got, got.length - k, ids, 0, k)) return null;
     // the word goes on past the last token (a lower bound for pairs' countedLength)
-    return { ids: Int32Array.from(got), words: words ? encoding.getWordIds() : null, tokens: "some" };
+    return { ids: Int32Array.from(got), words: words ? encoding.getWordIds() : null, tokens: "some", end: word.at[ends[k - 1]!]! };
   }
 
   /**
@@ -753,12 +759,23 @@ export class Encoder {
 
   /**
    * A pair whose counted lengths pairLengths cannot decide (a member cut inside a long word, whose count is a lower
-   * bound not above the other's exact count; or both cut inside long words, with an odd budget): the bounded member
-   * tokenized past the other's count where only one is bounded, else both whole (exact, as slow as the library).
+   * bound not above the other's exact count; or both cut inside long words, with an odd budget): both counted
+   * exactly where both are bounded (countedExactly), the bounded member tokenized past the other's count where only
+   * one is, else both whole (exact, as slow as the library).
    */
   private async decidePair(first: string, second: string, a: Content, b: Content, budget: number): Promise<[Content, Content, [number, number]]> {
     const ca = countedLength(a, this.maxLength);
     const cb = countedLength(b, this.maxLength);
+    if (ca?.atLeast && cb?.atLeast) {
+      // both cut inside long words (an odd budget's odd token goes to the longer): the same text twice has equal
+      // counts (the first is the shorter), else their counts made exact
+      const [xa, xb] = first === second ? [ca.n, ca.n] : await Promise.all([this.countedExactly(a), this.countedExactly(b)]);
+      if (xa !== null && xb !== null) {
+        this.pairDecisions.counted++;
+        return [a, b, longestFirst(xa, xb, budget)];
+      }
+      this.pairDecisions.whole++;
+    }
     if (ca && cb && ca.atLeast !== cb.atLeast) {
       const [more] = await this.contents([ca.atLeast ? first : second], (ca.atLeast ? cb : ca).n + 1, true);
       const [x, y] = ca.atLeast ? [more!, b] : [a, more!];
@@ -767,6 +784,198 @@ export class Encoder {
     }
     const [x, y] = await this.contents([first, second], Infinity, true);
     return [x!, y!, pairLengths(x!, y!, this.maxLength, budget)!];
+  }
+
+  /**
+   * The length the Rust library compares when it truncates a pair with this text as a member (countedLength): exact,
+   * or (atLeast) a lower bound where even countedExactly cannot count it without tokenizing the text whole.
+   */
+  async pairMemberLength(text: string): Promise<Counted> {
+    const [c] = await this.contents([text], this.maxLength, true);
+    const counted = countedLength(c!, this.maxLength)!;
+    if (!counted.atLeast) return counted;
+    const n = await this.countedExactly(c!);
+    return n === null ? counted : { n, atLeast: false };
+  }
+
+  /**
+   * Pairs whose members were both cut inside long words with an odd budget: `counted`, decided by their exact counts
+   * (countedExactly); `whole`, where one could not be counted so (then tokenized whole).
+   */
+  readonly pairDecisions = { counted: 0, whole: 0 };
+
+  /**
+   * The length the library compares for a pair member whose first ids end inside a long word (countedLength's
+   * lower bound, made exact): the tokens up to the end of that word, or null where that cannot be had without
+   * tokenizing the text whole (then the caller does). The word holding the max-th token is the one the ids end in
+   * (countedLength gave a bound), and its characters from there on are window characters (InWordPolicy):
+   * - Unigram behind Metaspace (InWordPolicy.unigram): the replica's path of the whole word (unigram.ts) after the
+   *   ids of the words before it; the ids held inside the word must be the path's first ones (wordPathChecks);
+   * - byte-level BPE whose suffixes have the whole word's last tokens (InWordPolicy.suffixes, no ignore_merges): the
+   *   ids held, which end at a boundary of the whole word's tokens, and the tokens of the rest of the word
+   *   (bpeRunCount), where the word ends at the text's end or at a cut (a pre-token boundary: cutAtOrAfter);
+   * - other kinds: null (WordPiece turns a long word into one [UNK], so its members are never cut inside a word).
+   */
+  private async countedExactly(c: Content): Promise<number | null> {
+    const policy = this.cuts?.inWord;
+    const text = c.text;
+    if (!policy || text === undefined || c.end === undefined || c.end <= 0 || !c.words || c.tokens !== "some") return null;
+    if (policy.unigram) return this.unigramCounted(text, c, policy);
+    if (policy.model !== "bpe-bytes" || !policy.suffixes || policy.ignoreMerges) return null;
+    const run = this.windowRun(text, c.end, policy);
+    if (!run || (run.end < text.length && cutAtOrAfter(text, run.end, this.cuts!, this.normalizeChar, this.pieces) !== run.end)) return null;
+    const rest = await this.bpeRunCount(text, c.end, run, policy);
+    return rest === null ? null : c.ids.length + rest;
+  }
+
+  /**
+   * The end of the run of window characters from the character before `from` (which the held ids' last token
+   * covers) on, and whether it holds astral characters; null when those characters could leave one pre-token
+   * (windowRunChars).
+   */
+  private windowRun(text: string, from: number, policy: InWordPolicy): { end: number; astral: boolean; ascii: boolean; chars: Set<string> } | null {
+    const symbolOf = (this.wordSymbols ??= new Int32Array(0x110000));
+    const seen = (this.seen ??= new Int32Array(0x110000));
+    const stamp = ++this.seenStamp;
+    const chars = new Set<string>();
+    let astral = false;
+    let ascii = true;
+    const low = text.charCodeAt(from - 1);
+    let i = from >= 2 && low >= 0xdc00 && low <= 0xdfff ? from - 2 : from - 1;
+    for (; i < text.length; ) {
+      const cp = text.codePointAt(i)!;
+      let v = symbolOf[cp]!;
+      if (v === 0) v = this.wordSymbolOf(cp, policy);
+      if (v < 0) break;
+      if (seen[cp] !== stamp) {
+        seen[cp] = stamp;
+        chars.add(String.fromCodePoint(cp)).add(String.fromCodePoint(v - 1));
+        // printable ASCII after the normaliser: one byte, byte-level BPE's symbol is the character itself
+        if (v - 1 < 0x21 || v - 1 > 0x7e) ascii = false;
+      }
+      if (cp > 0xffff) astral = true;
+      i += cp > 0xffff ? 2 : 1;
+    }
+    return i > from && windowRunChars(chars, policy, this.pieces) ? { end: i, astral, ascii: ascii && !astral, chars } : null;
+  }
+
+  /**
+   * How many tokens byte-level BPE gives text[from, end): the rest of one pre-token (windowRun), `from` a boundary
+   * of its tokens, `end` its end; null where the run cannot be split (it is then counted whole by the caller).
+   * A boundary of a BPE word's tokens splits it: the tokens left of it are the left part's alone (tokenized without
+   * an end-of-word suffix: prefixTokenizer) and those right of it the right part's alone (runSuffix says why; the
+   * parts are pre-tokens of their own with the same symbols: InWordPolicy.suffixes). So boundaries z1 < ... < zk of
+   * the word's tokens cut it into parts tokenized alone, in one batch, whose counts add up. A boundary near a point
+   * r: the word's tokens have a boundary qA among the W positions of a window A at r and qB among those of a window
+   * B a little further (wordPrefixWindow), and the segment [qA, qB) tokenized alone has exactly the word's tokens
+   * there (two splits). Every segment [x, y), x in A, y in B, is tokenized (W x W short texts): a position z between
+   * the windows where each of them has a token boundary (between two characters: the token before ends at z and the
+   * one after starts there) is one of [qA, qB)'s, so one of the word's. A run of one ASCII character has no such z
+   * (its tokens shift with the segment's start): its period counts it (runPeriod).
+   */
+  private async bpeRunCount(text: string, from: number, run: { end: number; astral: boolean; ascii: boolean; chars: Set<string> }, policy: InWordPolicy): Promise<number | null> {
+    const { end, astral } = run;
+    // the longest vocabulary token spelled with the run's characters (tokenWindow)
+    const longest = run.ascii ? longestRunFrom(policy, run.chars, 1) : 0;
+    const ch = text[from]!;
+    if (ch.charCodeAt(0) < 0x80 && text.startsWith(ch.repeat(Math.min(64, end - from)), from) && isRun(text, from, end)) {
+      // T(c^n) = [token] + T(c^(n - q)) for n >= n1 (runPeriod): n = k q + r, r < n1
+      const period = await this.runPeriod(ch, policy, this.cuts!);
+      if (!period) return null;
+      const { q, n1 } = period;
+      const n = end - from;
+      const k = n < n1 ? 0 : Math.ceil((n - n1 + 1) / q);
+      return k + (await this.tokenizer.encode(ch.repeat(n - k * q), null, CONTENT_ONLY)).getLength();
+    }
+    // targets every RUN_CHUNK_CHARS characters, the last part at least half a chunk; each tried with the gaps in turn
+    let targets: number[] = [];
+    for (let r = from + RUN_CHUNK_CHARS; r + RUN_CHUNK_CHARS / 2 < end; r += RUN_CHUNK_CHARS) targets.push(r);
+    const cuts = [from];
+    for (const gap of RUN_PROOF_GAPS) {
+      const windows: Array<{ r: number; xs: number[]; ys: number[] }> = [];
+      for (const r of targets) {
+        if (run.ascii) {
+          const xs = this.tokenWindow(text, r, longest, policy);
+          const ys = this.tokenWindow(text, xs[xs.length - 1]! + gap, longest, policy);
+          if (ys[ys.length - 1]! + 2 * longest < end) windows.push({ r, xs, ys });
+          continue;
+        }
+        const a = wordPrefixWindow(text, r, policy, this.normalizeChar, undefined, this.pieces);
+        const b = a && wordPrefixWindow(text, a.ends[a.ends.length - 1]! + gap, policy, this.normalizeChar, undefined, this.pieces);
+        if (a && b && b.ends[b.ends.length - 1]! < end) windows.push({ r, xs: a.ends, ys: b.ends });
+      }
+      const segments: Array<[number, number]> = [];
+      for (const { xs, ys } of windows) for (const x of xs) for (const y of ys) segments.push([x, y]);
+      const encodings = segments.length ? await this.prefixTokenizer.encodeBatch(segments.map(([x, y]) => text.slice(x, y)), CONTENT_ONLY) : [];
+      const failed: number[] = [];
+      let base = 0;
+      for (const { r, xs, ys } of windows) {
+        const lo = xs[xs.length - 1]!;
+        const hi = ys[0]!;
+        let common: number[] | null = null;
+        for (let k = 0; k < xs.length * ys.length && common?.length !== 0; k++) {
+          const x = segments[base + k]![0];
+          const off = encodings[base + k]!.getOffsets();
+          const here: number[] = [];
+          for (let t = 1; t < off.length; t++) {
+            if (off[t - 1]![1] !== off[t]![0]) continue;
+            const z = astral ? codePointIndex(text, x, off[t]![0]!) : x + off[t]![0]!;
+            if (z > lo && z < hi && (common === null || common.includes(z))) here.push(z);
+          }
+          common = here;
+        }
+        base += xs.length * ys.length;
+        if (common && common.length > 0) cuts.push(common[0]!);
+        else failed.push(r);
+      }
+      targets = failed.concat(targets.filter((r) => !windows.some((w) => w.r === r)));
+      if (targets.length === 0) break;
+    }
+    cuts.sort((x, y) => x - y);
+    const parts = cuts.map((z, i) => text.slice(z, i + 1 < cuts.length ? cuts[i + 1] : end));
+    const [inner, last] = await Promise.all([parts.length > 1 ? this.prefixTokenizer.encodeBatch(parts.slice(0, -1), CONTENT_ONLY) : [], this.tokenizer.encode(parts[parts.length - 1]!, null, CONTENT_ONLY)]);
+    return inner.reduce((n, e) => n + e.getLength(), last.getLength());
+  }
+
+  /**
+   * Positions c + 1 .. c + w of a run of printable ASCII symbols (windowRun: one character, one byte, one symbol; c
+   * at least `longest` characters inside the run) among which the word's tokens have a boundary: the token holding
+   * the character before c + 1 starts at some s <= c and ends at e >= c + 1, a vocabulary token spelled by the
+   * normalised characters [s, e), at most `longest` long (the longest run of the run's characters in a vocabulary
+   * token). So e is at most the furthest end R of such a spelling, and w = R - c. (The word's last token, which may
+   * carry an end-of-word suffix, ends at the run's end, further away: bpeRunCount.) Usually a few positions, where
+   * wordPrefixWindow's bound for every spelling of the characters gives ~16.
+   */
+  private tokenWindow(text: string, c: number, longest: number, policy: InWordPolicy): number[] {
+    const vocab = (this.vocabulary ??= new Set(policy.tokenText().split("\n")));
+    const symbolOf = this.wordSymbols!;
+    const base = c - longest + 1;
+    const codes: number[] = [];
+    for (let i = base; i < c + longest; i++) codes.push(symbolOf[text.charCodeAt(i)]! - 1);
+    const spelled = String.fromCharCode(...codes);
+    let reach = c + 1;
+    for (let a = base; a <= c; a++) {
+      for (let e = Math.max(reach + 1, c + 1); e <= a + longest; e++) if (vocab.has(spelled.slice(a - base, e - base))) reach = e;
+    }
+    return Array.from({ length: reach - c }, (_, k) => c + 1 + k);
+  }
+  private vocabulary: Set<string> | null = null;
+
+  /**
+   * countedExactly under Unigram: the ids held before the long word (their word ids differ from the last one's) and
+   * the replica's path of the whole word, or null where the replica does not apply or disagrees with the ids held
+   * inside the word.
+   */
+  private unigramCounted(text: string, c: Content, policy: InWordPolicy): number | null {
+    const word = this.unigramWord(text, c.end! - 1, policy);
+    if (!word || word.end < c.end!) return null;
+    const last = c.words![c.ids.length - 1];
+    if (last === null || last === undefined) return null;
+    let first = c.ids.length - 1;
+    while (first > 0 && c.words![first - 1] === last) first--;
+    const inside = c.ids.length - first;
+    if (!this.sameIds(c.ids, first, word.path.ids, 0, inside, inside <= word.path.ids.length)) return null;
+    return first + word.path.ids.length;
   }
 
   private single(c: Content, direction: TruncationDirection): Encoded {
@@ -843,6 +1052,18 @@ interface RunPeriod {
   n1: number;
 }
 
+/** Characters between the boundaries bpeRunCount cuts a long word at. */
+const RUN_CHUNK_CHARS = 32768;
+/** Characters between bpeRunCount's two windows around a boundary: tried in turn where no boundary is common. */
+const RUN_PROOF_GAPS = [16, 64];
+
+/** Whether text[from, end) is one character repeated. */
+function isRun(text: string, from: number, end: number): boolean {
+  const c = text.charCodeAt(from);
+  for (let i = from + 1; i < end; i++) if (text.charCodeAt(i) !== c) return false;
+  return true;
+}
+
 /** Characters between the cut before a word and its run of one character that runSuffix tokenizes with the run. */
 const RUN_LEAD_CHARS = 256;
 /** Length of the run runPeriod looks for its window in. */
@@ -890,6 +1111,13 @@ interface Content {
   ids: Int32Array;
   words: WordIds | null;
   tokens?: "whole" | "word end" | "some";
+  /**
+   * The first ids ("some") of a text cut inside a long word: the UTF-16 index where they end, a boundary of the whole
+   * text's tokens between two characters (countedExactly goes on from there); absent where not known.
+   */
+  end?: number;
+  /** The text `end` indexes (contents: the input after shortenings that keep its tokens). */
+  text?: string;
 }
 
 function content(encoding: Encoding, words: boolean, tokens: "whole" | "word end"): Content {

@@ -567,7 +567,21 @@ export function wordSymbol(ch: string, normalized: string, policy: InWordPolicy)
  * The length (in characters) of the longest run of characters of `chars` inside a vocabulary token when it is at
  * least `atLeast`, else 0. One native regex scan over the tokens, joined by newlines (never a window character).
  */
-function longestRunFrom(policy: InWordPolicy, chars: ReadonlySet<string>, atLeast: number): number {
+export function longestRunFrom(policy: InWordPolicy, chars: ReadonlySet<string>, atLeast: number): number {
+  // remembered per policy (a long word asks again for each of its windows, with the same few characters)
+  let memo = RUN_MEMO.get(policy);
+  if (!memo) RUN_MEMO.set(policy, (memo = new Map()));
+  const key = `${atLeast}:${[...chars].sort().join("")}`;
+  let best = memo.get(key);
+  if (best === undefined) {
+    if (memo.size > 4096) memo.clear();
+    memo.set(key, (best = scanLongestRun(policy, chars, atLeast)));
+  }
+  return best;
+}
+const RUN_MEMO = new WeakMap<InWordPolicy, Map<string, number>>();
+
+function scanLongestRun(policy: InWordPolicy, chars: ReadonlySet<string>, atLeast: number): number {
   const set = [...chars].map((ch) => `\\u{${ch.codePointAt(0)!.toString(16)}}`).join("");
   let best = 0;
   for (const m of policy.tokenText().matchAll(new RegExp(`[${set}]{${Math.max(1, atLeast)},}`, "gu"))) {
@@ -714,6 +728,19 @@ function oneRegexClass(chars: ReadonlySet<string>, pieces: PieceCount): boolean 
   const [first] = chars;
   for (const c of chars) if (pieces(first + c) !== 1 || pieces(c + first) !== 1) return false;
   return true;
+}
+
+/**
+ * Whether a run of window characters (each passed wordSymbol) stays inside one pre-token as a window's characters do
+ * (InWordPolicy): `chars` holds the run's characters and what the normaliser makes of each; one class throughout
+ * for regex pre-tokenizers (and one piece to the pre-tokenizer itself, with `pieces`), and no added token spelled
+ * with them alone.
+ */
+export function windowRunChars(chars: ReadonlySet<string>, policy: InWordPolicy, pieces?: PieceCount): boolean {
+  if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => chars.has(ch)))) return false;
+  if (!policy.oneClass) return true;
+  const classes = new Set([...chars].map(classOf));
+  return classes.size === 1 && (!pieces || oneRegexClass(chars, pieces));
 }
 
 /**
