@@ -141,5 +141,8 @@ export function whitespaceInputs(n: number): Record<string, () => string> {
     "mixed whitespace": () => letters(n, " \t\n\r\u3000\u00a0", 5),
     "words, then spaces": () => "hello world ".repeat(100) + " ".repeat(n - 1200),
     "spaces, then words": () => " ".repeat(n - 1200) + "hello world ".repeat(100),
+    // line breaks after a letter, and after punctuation (Qwen's regex joins those to it)
+    "words, then newlines": () => "hello, world".repeat(100) + "\n".repeat(n - 1200),
+    "words and a stop, then newlines": () => "hello world.".repeat(100) + "\n".repeat(n - 1200),
   };
 }

@@ -337,7 +337,7 @@ export class Encoder {
    */
   private async spacePrefix(text: string, need: number, cuts: CutPolicy, words: boolean): Promise<Content | null> {
     for (let from = Math.max(64, need * 4); from < text.length; from *= 4) {
-      const ends = spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar);
+      const ends = spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar, this.pieces);
       if (!ends) continue;
       const encodings = await this.tokenizer.encodeBatch(ends.map((e) => text.slice(0, e)), CONTENT_ONLY);
       const common = commonFirstTokens(encodings.map((e) => e.getIds()), encodings.map((e) => e.getOffsets()));
@@ -357,7 +357,7 @@ export class Encoder {
    */
   private async spaceSuffix(text: string, need: number, cuts: CutPolicy): Promise<Content | null> {
     for (let back = Math.max(64, need * 4); back < text.length; back *= 4) {
-      const starts = spaceRunWindow(text, text.length - back, "left", cuts, this.isSpace, this.normalizeChar);
+      const starts = spaceRunWindow(text, text.length - back, "left", cuts, this.isSpace, this.normalizeChar, this.pieces);
       if (!starts) continue;
       const { ids, common } = await this.commonSuffixTokens(text, starts);
       if (common >= need) return { ids: Int32Array.from(ids.slice(ids.length - common)), words: null, tokens: "some" };
@@ -470,7 +470,7 @@ export class Encoder {
    * else inside a word (wordPrefixWindow).
    */
   private runWindow(text: string, from: number, policy: InWordPolicy, cuts: CutPolicy): number[] | null {
-    if (this.isSpace(text.charCodeAt(from))) return spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar);
+    if (this.isSpace(text.charCodeAt(from))) return spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar, this.pieces);
     return wordPrefixWindow(text, from, policy, this.normalizeChar)?.ends ?? null;
   }
 

@@ -938,8 +938,9 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
  * Pre-tokens. Call the run [s, k) (no run character at s - 1 or k, and no character there that might be whitespace to
  * the library: MAYBE_SPACE). No match of either regex that starts before s reaches into the run, but for Qwen's
  * ` ?[^\s\p{L}\p{N}]+[\r\n]*`, which takes the line breaks at a run's start after punctuation: when the run starts
- * with a line break and has text before it, v must lie past the run's first character that is not a line break. In
- * the run:
+ * with a line break after a character that the pre-tokenizer does not keep apart from a line break (`pieces` of the
+ * two is not 2: punctuation, not a letter or number), v must lie past the run's first character that is not a line
+ * break, or, where the two are one piece, in those line breaks as takenLineBreak says. In the run:
  * - GPT-2: `\s+(?!\S)` takes [s, k - 1) (all of it at the text's end); the last character goes alone or with the
  *   word after it. A prefix ending at v in (s, k) ends with the pre-token [s, v), a prefix of P; a suffix starting at
  *   v begins with [v, k - 1) (v < k - 1), a suffix of P, or with the same last piece (v = k - 1, a boundary).
@@ -1064,32 +1065,40 @@ export function spaceChar(ch: string, normalize: (ch: string) => string, pieces:
   return RUN_SPACE.test(ch) && normalize(ch) === ch && pieces(ch + ch) === 1 && pieces(`a${ch}${ch}a`) >= 2 && pieces(`!${ch}${ch}!`) >= 2 && pieces(`1${ch}${ch}1`) >= 2;
 }
 
-/** A run of whitespace characters [start, end), its last line break (-1: none) and first other character (end: none). */
+/**
+ * A run of whitespace characters [start, end), its last line break (-1: none), and the line breaks at its start,
+ * [start, from), that Qwen's punctuation may take: `taken` "yes" when it does (the pre-tokenizer joins the character
+ * before the run and a line break into one piece), "maybe" when that is not clear.
+ */
 interface SpaceRun {
   start: number;
   end: number;
   lastBreak: number;
-  firstOther: number;
+  from: number;
+  taken: "yes" | "maybe";
   /** No character that might be whitespace next to it and no lstrip added token after it. */
   usable: boolean;
 }
 
 const isBreak = (code: number) => code === 10 || code === 13;
 
-function spaceRunAround(text: string, v: number, isSpace: (code: number) => boolean, normalize: (ch: string) => string, runs: SpaceRunPolicy): SpaceRun {
+function spaceRunAround(text: string, v: number, isSpace: (code: number) => boolean, normalize: (ch: string) => string, runs: SpaceRunPolicy, pieces?: PieceCount): SpaceRun {
   let start = v - 1;
   while (start > 0 && isSpace(text.charCodeAt(start - 1))) start--;
   let end = v;
   while (end < text.length && isSpace(text.charCodeAt(end))) end++;
   let lastBreak = end - 1;
   while (lastBreak >= start && !isBreak(text.charCodeAt(lastBreak))) lastBreak--;
-  let firstOther = start;
-  while (firstOther < end && isBreak(text.charCodeAt(firstOther))) firstOther++;
   const outside = (ch: string) => ch !== "" && (MAYBE_SPACE.test(ch) || MAYBE_SPACE.test(normalize(ch)));
   const low = text.charCodeAt(start - 1);
   const before = start === 0 ? "" : low >= 0xdc00 && low <= 0xdfff && start >= 2 ? text.slice(start - 2, start) : text[start - 1]!;
+  let from = start;
+  // Qwen's ` ?[^\s\p{L}\p{N}]+[\r\n]*` takes line breaks after punctuation: not after a character that the
+  // pre-tokenizer keeps apart from a line break (a letter, a number), asked with the character before the run
+  const joined = runs.lineBreaks && before !== "" && isBreak(text.charCodeAt(start)) ? (pieces ? pieces(normalize(before) + text[start]) : 0) : 2;
+  if (joined !== 2) while (from < end && isBreak(text.charCodeAt(from))) from++;
   const usable = !outside(before) && !outside(codePointAt(text, end)) && !runs.lstrip.some((c) => text.startsWith(c, end));
-  return { start, end, lastBreak: lastBreak < start ? -1 : lastBreak, firstOther, usable };
+  return { start, end, lastBreak: lastBreak < start ? -1 : lastBreak, from, taken: joined === 1 ? "yes" : "maybe", usable };
 }
 
 /** How many positions spaceRunWindow looks at, and how many of them it checks against the vocabulary. */
@@ -1104,7 +1113,7 @@ const SPACE_CHECKS = 16;
  */
 export function spaceRunWindow(
   text: string, from: number, side: "right" | "left", policy: CutPolicy, isSpace: (code: number) => boolean,
-  normalize: (ch: string) => string, maxWidth = 64,
+  normalize: (ch: string) => string, pieces?: PieceCount, maxWidth = 64,
 ): number[] | null {
   const runs = policy.spaceRuns;
   if (!runs || (side === "left" && !runs.suffixes)) return null;
@@ -1113,7 +1122,7 @@ export function spaceRunWindow(
   let checks = 0;
   for (let v = Math.min(Math.max(from, 1), text.length - 1), n = 0; v > 0 && v < text.length && n < SPACE_SCAN && checks < SPACE_CHECKS; v += step, n++) {
     if (!isSpace(text.charCodeAt(v)) || !isSpace(text.charCodeAt(v - 1))) continue;
-    if (!run || v <= run.start || v >= run.end) run = spaceRunAround(text, v, isSpace, normalize, runs);
+    if (!run || v <= run.start || v >= run.end) run = spaceRunAround(text, v, isSpace, normalize, runs, pieces);
     if (!run.usable) {
       // past this run
       v = side === "right" ? run.end : run.start;
@@ -1121,8 +1130,7 @@ export function spaceRunWindow(
     }
     const valid = (e: number) =>
       e > run!.start && e < run!.end &&
-      // Qwen's punctuation takes the line breaks at the run's start
-      !(runs.lineBreaks && run!.start > 0 && e <= run!.firstOther && run!.firstOther > run!.start) &&
+      (e > run!.from || run!.from === run!.start || takenLineBreak(e, run!, side, runs.vocab().longest)) &&
       (side === "left" || !runs.lineBreaks || isBreak(text.charCodeAt(e - 1)) || e > run!.lastBreak) &&
       !(policy.spaced && addedSpans(text, e, policy.spaced, normalize));
     if (!valid(v)) continue;
@@ -1131,6 +1139,18 @@ export function spaceRunWindow(
     if (ends && ends.every(valid)) return ends;
   }
   return null;
+}
+
+/**
+ * Whether e in the line breaks that Qwen's punctuation takes at a run's start (SpaceRun.from) is a cut: the
+ * punctuation's pre-token Q = [p, from) ends at `from`. A prefix ending at e ends with [p, e), a prefix of Q (the
+ * greedy `[\r\n]*` stops at the text's end); a suffix starting at e begins with `\s*[\r\n]+` up to the run's last line
+ * break, a suffix of Q when no line break follows `from` (at `from` itself Q ends). No vocabulary token of Q that
+ * starts before the run reaches e when e is `longest` (bytes of the longest token) or more characters into it, so the
+ * vocabulary check over the run's bytes alone holds there.
+ */
+function takenLineBreak(e: number, run: SpaceRun, side: "right" | "left", longest: number): boolean {
+  return run.taken === "yes" && e - run.start >= longest && (side === "right" || e === run.from || run.lastBreak < run.from);
 }
 
 /** GPT-2's byte-to-character map: the byte-level string of a text's UTF-8 bytes. */

@@ -90,7 +90,7 @@ export async function checkWindows(label: string, json: Record<string, unknown>,
     for (const side of ["right", "left"] as const) {
       const seen = new Set<string>();
       for (let from = 1; from < text.length; from++) {
-        const ends = spaceRunWindow(text, from, side, policy, isSpace, normalize);
+        const ends = spaceRunWindow(text, from, side, policy, isSpace, normalize, pieces);
         if (!ends || seen.has(ends.join())) continue;
         seen.add(ends.join());
         const parts = await Promise.all(ends.map((e) => tokensOf(rust, side === "right" ? text.slice(0, e) : text.slice(e))));
@@ -139,11 +139,18 @@ function texts(seed: number, n: number, added: string[]): string[] {
   return Array.from({ length: n }, (_, i) => textOfPieces([...WORDS, ...WS, ...longRuns(seed + i), ...longRuns(seed * 7 + i), ...added], seed * 1000 + i, 200 + ((i * 83) % 300)));
 }
 
-/** A fixture's tokenizer.json with whitespace merged by its vocabulary (runs, line-break pairs, a token starting inside U+3000's bytes). */
+/** Line breaks after punctuation (Qwen's ` ?[^\s\p{L}\p{N}]+[\r\n]*` takes them) and after letters (it does not). */
+const TAKEN = ["!" + "\n".repeat(150) + "x", "hello?!" + "\n".repeat(120) + "   y", "é." + "\n".repeat(90) + " \n \n" + "\n".repeat(60) + "z", "a" + "\n".repeat(100) + "b", "1" + "\r\n".repeat(60), ".\n" + "\n".repeat(80) + "\t\t"];
+
+/**
+ * A fixture's tokenizer.json with whitespace merged by its vocabulary (runs, line-break pairs, a token starting inside
+ * U+3000's bytes, punctuation with the line breaks after it).
+ */
 function mergedVariant(name: string): Record<string, any> {
   const json = JSON.parse(tokenizerText(name)!);
   let next = 1 + Math.max(...(Object.values(json.model.vocab) as number[]), ...json.added_tokens.map((t: { id: number }) => t.id));
-  const merges = [["Ġ", "Ġ"], ["ĠĠ", "ĠĠ"], ["Ċ", "Ċ"], ["Ġ", "Ċ"], ["Ċ", "Ġ"], ["č", "Ċ"], ["ĉ", "ĉ"], ["ĠĊ", "Ġ"], ["ĠĠĠĠ", "ĠĠĠĠ"], ["ĊĊ", "ĊĊ"], ["Ģ", "Ġ"], ["ãĢ", "Ģ"], ["ãĢĢ", "ãĢĢ"], ["Ġ", "ãĢĢ"]];
+  // "!" and five line breaks: one token of Qwen's punctuation pre-token that starts before the run
+  const merges = [["!", "Ċ"], ["!Ċ", "Ċ"], ["!ĊĊ", "Ċ"], ["!ĊĊĊ", "Ċ"], ["!ĊĊĊĊ", "Ċ"], ["Ġ", "Ġ"], ["ĠĠ", "ĠĠ"], ["Ċ", "Ċ"], ["Ġ", "Ċ"], ["Ċ", "Ġ"], ["č", "Ċ"], ["ĉ", "ĉ"], ["ĠĊ", "Ġ"], ["ĠĠĠĠ", "ĠĠĠĠ"], ["ĊĊ", "ĊĊ"], ["Ģ", "Ġ"], ["ãĢ", "Ģ"], ["ãĢĢ", "ãĢĢ"], ["Ġ", "ãĢĢ"]];
   for (const [a, b] of merges) json.model.vocab[a! + b!] ??= next++;
   json.model.merges = [...merges, ...json.model.merges];
   return json;
@@ -151,13 +158,13 @@ function mergedVariant(name: string): Record<string, any> {
 
 describe("cuts inside runs of whitespace are boundaries of the whole text's tokens (ids, offsets, pre-tokens; both sides)", () => {
   test("Qwen3 (Split regex with `\\s*[\\r\\n]+`, NFC, byte-level BPE; added tokens yes / no)", async () => {
-    const n = await checkWindows("qwen3-embed", JSON.parse(tokenizerText("models/qwen3-embed")!), texts(1, 12, ["yes", "<|im_end|>"]));
+    const n = await checkWindows("qwen3-embed", JSON.parse(tokenizerText("models/qwen3-embed")!), [...texts(1, 12, ["yes", "<|im_end|>"]), ...TAKEN]);
     expect(n.right).toBeGreaterThan(200);
     expect(n.left).toBeGreaterThan(200);
   }, 120_000);
 
   test("Qwen3 with whitespace merged by the vocabulary: windows of several positions", async () => {
-    const n = await checkWindows("qwen3-embed merged", mergedVariant("models/qwen3-embed"), texts(2, 12, ["no"]));
+    const n = await checkWindows("qwen3-embed merged", mergedVariant("models/qwen3-embed"), [...texts(2, 12, ["no"]), ...TAKEN]);
     expect(n.wide).toBeGreaterThan(50);
     expect(n.forced).toBeGreaterThan(50);
   }, 120_000);
@@ -212,7 +219,7 @@ describe("cuts inside runs of whitespace are boundaries of the whole text's toke
 });
 
 // 1,000,000 characters of whitespace, or words and a long run: the library's ids and a fraction of its time.
-const WHITESPACE = ["spaces", "newlines", "space, newline", "tabs", "mixed whitespace", "words, then spaces", "spaces, then words"];
+const WHITESPACE = ["spaces", "newlines", "space, newline", "tabs", "mixed whitespace", "words, then spaces", "spaces, then words", "words, then newlines", "words and a stop, then newlines"];
 const both = (kinds: string[]) => kinds.flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[]);
 describe("1,000,000 characters of whitespace, byte-level BPE (timed in a fresh process: at-limit.ts)", () => {
   test.skipIf(!existsSync(SHARED_TOKENIZERS))("roberta-base", () => expectAtLimit("shared/roberta-base.tokenizer.json", both(WHITESPACE)), 600_000);
