@@ -1,5 +1,5 @@
 // Shared test helpers: fixture paths, reference files, and an in-process server on a free loopback port.
-import { expect } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -108,6 +108,46 @@ export async function expectLibraryIds(label: string, json: string, maxLength: n
     }
   }
   return encoder;
+}
+
+/**
+ * Pairs (firsts[i] with seconds[i]) through an Encoder of `json` against the library's truncation of the whole pair
+ * (libraryPairTruncated): ids and type ids.
+ */
+export async function expectLibraryPairIds(label: string, json: string, maxLength: number, firsts: readonly string[], seconds: readonly string[]): Promise<void> {
+  const encoder = await Encoder.create(JSON.parse(json), {}, maxLength);
+  const rust = Tokenizer.fromString(json);
+  rust.disablePadding();
+  const got = await encoder.encodeBatch(seconds, firsts);
+  for (let j = 0; j < seconds.length; j++) {
+    const want = await libraryTruncated(rust, maxLength, firsts[j]!, seconds[j]!);
+    expect([label, j, Array.from(got[j]!.ids), Array.from(got[j]!.typeIds ?? got[j]!.ids.map(() => 0))]).toEqual([label, j, want.ids, want.types]);
+  }
+}
+
+/**
+ * Tests, per tokenizer name, that texts of `inputs(seed)` come out of an Encoder as the library's whole text truncated:
+ * single texts at max length 64 and 512, right and left (expectLibraryIds), and as pair members at 128 after a short
+ * query and after each other (expectLibraryPairIds).
+ */
+export function describeLikeLibrary(title: string, names: readonly string[], inputs: (seed: number) => Record<string, string>): void {
+  describe(`${title}: ids identical to the library's whole text, truncated`, () => {
+    for (const [i, name] of names.entries()) {
+      test(name, async () => {
+        const json = tokenizerText(name)!;
+        for (const maxLength of [64, 512]) await expectLibraryIds(`${name} ${maxLength}`, json, maxLength, inputs(i + maxLength));
+      }, 120_000);
+    }
+  });
+  describe(`${title} in pairs`, () => {
+    for (const [i, name] of names.entries()) {
+      test(name, async () => {
+        const long = Object.values(inputs(3 * i + 1));
+        const firsts = [...long.map(() => "what is this?"), ...long.slice(0, 3)];
+        await expectLibraryPairIds(name, tokenizerText(name)!, 128, firsts, [...long, ...long.slice(3, 6)]);
+      }, 120_000);
+    }
+  });
 }
 
 configureLog((process.env.TEST_LOG_LEVEL as "debug" | undefined) ?? "error", "text");

@@ -16,7 +16,8 @@
 // - no added token match spans the cut (added tokens are matched in the raw text, then in the normalised pieces
 //   between those matches, before everything else): one without whitespace cannot; one with whitespace (PyLate
 //   ColBERT's "[Q] " and "[D] ") is looked for around each cut (addedSpans).
-// With BERT's normaliser, which surrounds CJK ideographs with spaces, the position before an ideograph is a cut too.
+// With BERT's normaliser, which surrounds CJK ideographs with spaces, the position before an ideograph is a cut too,
+// and under BertPreTokenizer, which isolates punctuation, the positions before and after a punctuation mark.
 // Under the regex pre-tokenizers (GPT-2 byte-level, CLIP, Llama 3, Qwen2 / Qwen3) so is the position after a letter or
 // number followed by a non-space character of another class, or after a number followed by a number where the
 // pre-tokenizer puts each number alone (Qwen's `\p{N}`), each checked with the pre-tokenizer itself on the two
@@ -70,6 +71,11 @@ const SPACE_AFTER_OTHER = /(?<![\s\u0085]) /g;
 export interface CutPolicy {
   /** Cuts before ideographs as well as before spaces (BERT's normaliser isolates ideographs). */
   ideographs: boolean;
+  /**
+   * BertPreTokenizer isolates every punctuation character: cuts before and after one (punctuationCutAt). The added
+   * tokens' contents, which must not hold the two characters around the cut; null: no such cuts.
+   */
+  punctuation: readonly string[] | null;
   /**
    * Cuts after a letter or number followed by a character of another class (a regex pre-tokenizer splits there:
    * classCut): the added tokens' contents, which must not hold the two characters around the cut; null: no such cuts.
@@ -428,6 +434,7 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
   const bertWords = (tj.pre_tokenizer as Json)?.type === "BertPreTokenizer" && (!tj.normalizer || (tj.normalizer as Json)?.type === "BertNormalizer");
   return {
     ideographs: bert !== null && bert.handle_chinese_chars !== false && ideographsSafe,
+    punctuation: bertWords && !added.some((t) => t?.single_word === true) ? contents : null,
     classCuts: regexSplitsOnly(tj.pre_tokenizer as Json) && !added.some((t) => t?.single_word === true) ? contents : null,
     leftCuts: !touchesStart(tj.normalizer as Json) && !added.some((t) => t?.rstrip === true || t?.single_word === true),
     leftClassCuts: !prefixSpace(tj.pre_tokenizer as Json),
@@ -777,6 +784,10 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
     const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces);
     if (at >= 0) cut = at;
   }
+  if (policy.punctuation && normalize && pieces) {
+    const at = punctuationCut(text, from, cut < 0 ? text.length : cut, policy.punctuation, normalize, pieces);
+    if (at >= 0) cut = at;
+  }
   if (policy.addedCuts) {
     const at = addedCut(text, from, cut < 0 ? Math.min(text.length, 4 * from + 65536) : cut, policy.addedCuts, "after");
     if (at >= 0) cut = at;
@@ -867,6 +878,43 @@ function classCutAt(text: string, q: number, added: readonly string[], normalize
   return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
 }
 
+/** Punctuation as BertPreTokenizer counts it (ASCII symbols too), in JavaScript's tables (the library's decides). */
+const IS_PUNCTUATION = /[\p{P}!-\/:-@[-`{-~]/u;
+const PUNCTUATION = new RegExp(IS_PUNCTUATION.source, "gu");
+
+/** The first punctuation cut in [from, before) (CutPolicy.punctuation), or -1: before or after a punctuation mark. */
+function punctuationCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): number {
+  PUNCTUATION.lastIndex = Math.max(0, from - 2);
+  for (let m = PUNCTUATION.exec(text); m && m.index <= before; m = PUNCTUATION.exec(text)) {
+    for (const q of [m.index, m.index + m[0].length]) {
+      if (q >= Math.max(1, from) && q < before && punctuationCutAt(text, q, added, normalize, pieces)) return q;
+    }
+  }
+  return -1;
+}
+
+/**
+ * Whether q is a punctuation cut: the characters around it are each their own unit for BERT's normaliser (per
+ * character: each maps alone to one character that is not whitespace, a mark, a control or another joiner; canonical
+ * reordering moves marks only among marks, and punctuation is a starter), one of them is punctuation (raw), no added
+ * token holds the two, raw or normalised (so no added token match spans q), and the library's pre-tokenizer splits the two normalised
+ * characters apart: BertPreTokenizer decides each split by the character alone (whitespace, or punctuation isolated),
+ * so the two are in different pre-tokens of any text that holds them, and the text before q is the whole text's
+ * pre-tokens before q (after q: from q on).
+ */
+function punctuationCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): boolean {
+  const low = text.charCodeAt(q - 1);
+  const a = text.slice(q >= 2 && low >= 0xdc00 && low <= 0xdfff ? q - 2 : q - 1, q);
+  const b = codePointAt(text, q);
+  if (b === "" || a === "") return false;
+  if (!IS_PUNCTUATION.test(a) && !IS_PUNCTUATION.test(b)) return false;
+  const na = normalize(a);
+  const nb = normalize(b);
+  const own = (ch: string, n: string) => [...n].length === 1 && !WHITESPACE.test(n) && !JOINER.test(ch) && !PREPEND.test(ch) && !JOINER.test(n) && !PREPEND.test(n);
+  // an added token is matched in the raw text or, normalised (PyLate's "[Q] " as "[q] "), in the normalised one
+  return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb) || [...t].map(normalize).join("").includes(na + nb)) && pieces(na + nb) >= 2;
+}
+
 /** Cheap class codes by code point for the backward scan (0 not yet known, 1 letter, 2 number, 3 other, 4 space). */
 let CLASS_CODES: Uint8Array | null = null;
 function classCode(cp: number): number {
@@ -910,11 +958,13 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
     }
   }
   const classes = policy.classCuts && policy.leftClassCuts && normalize ? policy.classCuts : null;
-  if (!policy.ideographs && !classes) return cut;
+  const punctuation = policy.punctuation && normalize && pieces ? policy.punctuation : null;
+  if (!policy.ideographs && !classes && !punctuation) return cut;
   for (let q = Math.min(before, text.length - 1); q > cut && q > 0; q--) {
     const c = text.charCodeAt(q);
     if (c >= 0xdc00 && c <= 0xdfff) continue;
     if (policy.ideographs && ((c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff)) && !(spaced && addedSpans(text, q, spaced, normalize))) return q;
+    if (punctuation && punctuationCutAt(text, q, punctuation, normalize!, pieces!)) return q;
     if (classes) {
       const low = text.charCodeAt(q - 1);
       const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;

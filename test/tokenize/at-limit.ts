@@ -36,6 +36,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   mixed: () => letters(LIMIT, MIXED, 6),
   // runs of whitespace (one pre-token each under byte-level BPE's regexes: prefix.ts, SpaceRunPolicy)
   ...whitespaceInputs(LIMIT),
+  "one punctuation": () => "!".repeat(LIMIT),
+  "punctuation and letters": () => letters(LIMIT, "!?.,;:-[]ab", 8),
 };
 
 /** An input and its truncation direction, or a pair: the input as the document after the query of another kind. */

@@ -7,9 +7,8 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "tokenizers";
-import { Encoder } from "../../src/tokenize/encode";
 import { cutPolicy, whitespaceRules } from "../../src/tokenize/prefix";
-import { FIXTURES, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
+import { FIXTURES, SHARED_TOKENIZERS, describeLikeLibrary, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 
 const SHARED = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
@@ -69,33 +68,7 @@ function inputs(seed: number): Record<string, string> {
   return out;
 }
 
-describe("long whitespace runs: ids identical to the library's whole text, truncated", () => {
-  for (const [i, name] of NAMES.entries()) {
-    test(name, async () => {
-      const json = tokenizerText(name)!;
-      for (const maxLength of [64, 512]) await expectLibraryIds(`${name} ${maxLength}`, json, maxLength, inputs(i + maxLength));
-    }, 120_000);
-  }
-});
-
-describe("long whitespace runs in pairs", () => {
-  for (const [i, name] of NAMES.entries()) {
-    test(name, async () => {
-      const json = tokenizerText(name)!;
-      const encoder = await Encoder.create(JSON.parse(json), {}, 128);
-      const rust = Tokenizer.fromString(json);
-      rust.disablePadding();
-      const long = Object.values(inputs(3 * i + 1));
-      const firsts = [...long.map(() => "what is this?"), ...long.slice(0, 3)];
-      const seconds = [...long, ...long.slice(3, 6)];
-      const got = await encoder.encodeBatch(seconds, firsts);
-      for (let j = 0; j < seconds.length; j++) {
-        const want = await libraryTruncated(rust, 128, firsts[j]!, seconds[j]!);
-        expect([name, j, Array.from(got[j]!.ids), Array.from(got[j]!.typeIds ?? got[j]!.ids.map(() => 0))]).toEqual([name, j, want.ids, want.types]);
-      }
-    }, 120_000);
-  }
-});
+describeLikeLibrary("long whitespace runs", NAMES, inputs);
 
 describe("what each pipeline's whitespace allows (whitespaceRules, read from the library's normaliser and pre-tokenizer)", () => {
   const rules = (name: string) => {

@@ -1,0 +1,76 @@
+// BertPreTokenizer isolates every punctuation character, so a long run of punctuation ("!!!!", "-----", "....") is
+// one token per character and was tokenized whole (1.3-3.4 s at 1,000,000 characters): prefix.ts punctuationCutAt
+// cuts before and after a punctuation mark where both characters are their own units for BERT's normaliser, no added
+// token holds the two, and the tokenizer's own pre-tokenizer splits them. Ids must be the library's on the whole text,
+// truncated (right, left, pairs), around added tokens ([CLS], [SEP], [MASK], PyLate's "[Q] "), marks, Unicode
+// punctuation the normaliser maps (U+037E to ";") and CJK punctuation.
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { Tokenizer } from "tokenizers";
+import { cutAtOrAfter, cutAtOrBefore, cutPolicy } from "../../src/tokenize/prefix";
+import { SHARED_TOKENIZERS, describeLikeLibrary, textOfPieces, tokenizerText } from "../helpers";
+import { expectAtLimit, type LimitCase } from "./at-limit";
+
+/** The BERT pipelines here: cased and uncased, PyLate's added "[Q] " / "[D] ", nomic's and ModernBERT's files. */
+const NAMES = [
+  ...(existsSync(SHARED_TOKENIZERS) ? ["shared/bert-base-uncased.tokenizer.json"] : []),
+  "models/bert-mean-norm",
+  "models/colbert-pylate",
+  "models/colbert-stanford",
+  "models/nomic-embed",
+  "models/modernbert-embed",
+];
+
+const PIECES = ["!", "!!!", "-".repeat(40), ".".repeat(25), "?!", "[", "]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "[Q] ", "[D] ", "[q]", "[C", "LS]", "a", "word", "Word", " ", "  ", "\n", "12", "日本", "。", "、", "¿", "«»", "\u037e", "\u0387", "!\u0301", "\u0301", "é", "😀", "\u00ad", "\u200b", "#", "$%&", "'", "\"", "\u2014", "\u2026"];
+const LONG = 24_000;
+
+function inputs(seed: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let k = 0; k < 4; k++) out[`pieces, seed ${seed + k}`] = textOfPieces(PIECES, seed * 7919 + k, LONG);
+  out.bang = "!".repeat(LONG);
+  out.dashes = "-".repeat(LONG);
+  out["[CLS] repeated"] = "[CLS]".repeat(LONG / 5);
+  out["[Q] repeated"] = "[Q] ".repeat(LONG / 4);
+  out["brackets"] = "[[]]".repeat(LONG / 4);
+  out["words, then dots"] = "hello world ".repeat(100) + ".".repeat(LONG);
+  out["dots, then words"] = ".".repeat(LONG) + " hello world".repeat(100);
+  return out;
+}
+
+describeLikeLibrary("long punctuation under BertPreTokenizer", NAMES, inputs);
+
+describe("where a punctuation cut is taken", () => {
+  const json = tokenizerText("models/bert-mean-norm")!;
+  const policy = cutPolicy(JSON.parse(json))!;
+  const rust = Tokenizer.fromString(json);
+  const normalizer = rust.getNormalizer()!;
+  const pre = rust.getPreTokenizer()!;
+  const normalize = (ch: string) => normalizer.normalizeString(ch);
+  const pieces = (s: string) => pre.preTokenizeString(s).length;
+
+  test("before and after a mark of punctuation, both directions", () => {
+    expect(cutAtOrAfter("abc!def", 1, policy, normalize, pieces)).toBe(3);
+    expect(cutAtOrAfter("!!!!!!", 2, policy, normalize, pieces)).toBe(2);
+    expect(cutAtOrBefore("abc!def", 6, policy, normalize, pieces)).toBe(4);
+    expect(cutAtOrBefore("。。。。", 2, policy, normalize, pieces)).toBe(2);
+  });
+
+  test("never inside an added token, next to a mark or without the pre-tokenizer's count", () => {
+    // "[CLS]": every neighbouring pair is inside the token
+    expect(cutAtOrAfter("x[CLS]".repeat(3), 2, policy, normalize, pieces)).toBe(6);
+    // a mark joins the punctuation before it as far as the normaliser goes
+    expect(cutAtOrAfter("ab!\u0301cd", 3, policy, normalize, pieces)).toBe(-1);
+    expect(cutAtOrAfter("!!!!!!", 2, policy, normalize)).toBe(-1);
+  });
+
+  test("byte-level BPE keeps punctuation runs together: no such cuts there", () => {
+    expect(cutPolicy(JSON.parse(tokenizerText("models/roberta-cls")!))!.punctuation).toBeNull();
+    expect(cutPolicy(JSON.parse(tokenizerText("models/xlmr-max")!))!.punctuation).toBeNull();
+  });
+});
+
+describe("1,000,000 characters of punctuation (timed in a fresh process: at-limit.ts)", () => {
+  for (const name of ["models/bert-mean-norm", "models/colbert-pylate"]) {
+    test(name, () => expectAtLimit(name, ["one punctuation", "punctuation and letters"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
+  }
+});
