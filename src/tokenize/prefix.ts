@@ -159,6 +159,11 @@ export interface InWordPolicy {
   unknownId: number | null;
   /** Window characters all of one class (letters, or other non-space characters): a regex pre-tokenizer. */
   oneClass: boolean;
+  /**
+   * The regex keeps a run of numbers in one pre-token (GPT-2's byte-level ` ?\p{N}+`), so window characters may be
+   * numbers too; not under the Split regexes, which cut numbers into threes (Llama 3) or ones (Qwen, CLIP).
+   */
+  numberRuns: boolean;
   /** BPE with an end-of-word suffix: prefixes are tokenized by the model without it (Encoder: prefixModelJson). */
   endOfWordSuffix: boolean;
   /** Byte-level BPE whose vocabulary has every byte: any character is symbols that are never unknown. */
@@ -343,6 +348,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     singles: new Set(vocab.filter((t) => t.length <= 2 && [...t].length === 1)),
     unknownId,
     oneClass: kind !== "unigram" || !onlyMetaspace(pre),
+    numberRuns: (pre?.type === "Sequence" ? list(pre.pretokenizers) : [pre]).every((p) => p?.type === "ByteLevel" && p.use_regex !== false),
     endOfWordSuffix,
     everyByte: kind === "bpe-bytes" && allBytes(vocab),
     ignoreMerges: model.ignore_merges === true,
@@ -550,7 +556,7 @@ function windowChar(ch: string, normalized: string, policy: InWordPolicy): strin
   if (normalized.length === 0 || normalized.length > 2 || [...normalized].length !== 1) return null;
   if (JOINER.test(ch) || PREPEND.test(ch) || JOINER.test(normalized) || PREPEND.test(normalized)) return null;
   const cls = classOf(ch);
-  if (cls !== classOf(normalized) || (policy.oneClass && cls === "N")) return null;
+  if (cls !== classOf(normalized) || (policy.oneClass && cls === "N" && !policy.numberRuns)) return null;
   switch (policy.model) {
     case "bpe-bytes":
       return policy.everyByte || (normalized.charCodeAt(0) < 0x80 && policy.singles.has(normalized)) ? normalized : null;
@@ -843,6 +849,11 @@ function isolatedOccurrence(text: string, s: number, e: number, contents: readon
  * only where the pre-tokenizer puts each number alone: Qwen's `\p{N}`).
  */
 const CLASS_CHANGE = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s])/gu;
+/** CLASS_CHANGE without a number followed by a number, where the pre-tokenizer keeps numbers together (a long run of digits then costs no call per digit). */
+const CLASS_CHANGE_NOT_DIGITS = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s\p{N}])/gu;
+
+/** Whether the pre-tokenizer puts two numbers in different pieces (Qwen's `\p{N}`), so that a cut between them is possible. */
+const numbersApart = (pieces?: PieceCount): boolean => pieces !== undefined && pieces("12") >= 2;
 
 /**
  * The first class cut in [from, before) (CutPolicy.classCuts), or -1: both characters around it are their own units
@@ -850,8 +861,9 @@ const CLASS_CHANGE = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s])/gu;
  * token holds them (so no added token match spans the cut).
  */
 function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces?: PieceCount): number {
-  CLASS_CHANGE.lastIndex = Math.max(1, from - 1);
-  for (let m = CLASS_CHANGE.exec(text); m && m.index < before; m = CLASS_CHANGE.exec(text)) {
+  const changes = numbersApart(pieces) ? CLASS_CHANGE : CLASS_CHANGE_NOT_DIGITS;
+  changes.lastIndex = Math.max(1, from - 1);
+  for (let m = changes.exec(text); m && m.index < before; m = changes.exec(text)) {
     const q = m.index + m[0].length;
     if (q >= from && classCutAt(text, q, added, normalize, pieces)) return q < before ? q : -1;
   }
@@ -959,6 +971,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
   }
   const classes = policy.classCuts && policy.leftClassCuts && normalize ? policy.classCuts : null;
   const punctuation = policy.punctuation && normalize && pieces ? policy.punctuation : null;
+  const digits = numbersApart(pieces);
   if (!policy.ideographs && !classes && !punctuation) return cut;
   for (let q = Math.min(before, text.length - 1); q > cut && q > 0; q--) {
     const c = text.charCodeAt(q);
@@ -970,7 +983,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
       const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;
       const ca = classCode(prev);
       const cb = classCode(text.codePointAt(q)!);
-      if ((ca === 1 || ca === 2) && cb !== 4 && (cb !== ca || (ca === 2 && pieces)) && classCutAt(text, q, classes, normalize!, pieces)) return q;
+      if ((ca === 1 || ca === 2) && cb !== 4 && (cb !== ca || (ca === 2 && digits)) && classCutAt(text, q, classes, normalize!, pieces)) return q;
     }
   }
   return cut;

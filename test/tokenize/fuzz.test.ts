@@ -200,6 +200,11 @@ const LONG_WORDS: Record<string, string> = {
   "one long word, then words": letters(60_000, "abcdefg", 12) + " hello world".repeat(100),
   "letters with a digit and a mark now and then": letters(60_000, "abcdefghij", 5).replace(/a(?=b)/g, "7").replace(/cd/g, "c\u0301d"),
   "a special-token string inside": letters(30_000, "sx", 6) + "</s><s>" + letters(30_000, "sx", 7),
+  // GPT-2's regex keeps a run of numbers in one pre-token (` ?\p{N}+`): windows of numbers there
+  digits: letters(60_000, "0123456789", 7),
+  "one digit": "7".repeat(60_000),
+  "digits, then letters": letters(30_000, "0123456789", 8) + letters(30_000, "abcde", 9),
+  "numbers of other kinds": letters(60_000, "²³¹⁴٣Ⅻ½", 3),
 };
 
 async function checkLongWords(name: string, maxLength: number, inputs: Record<string, string> = LONG_WORDS): Promise<void> {
@@ -295,6 +300,10 @@ describe.skipIf(!existsSync(SHARED))("long words without spaces, real published 
     expect(found("shared/roberta-base.tokenizer.json", "abcd!".repeat(12_000))).toBe(false);
     expect(found("shared/xlm-roberta-unigram.tokenizer.json.gz", "abcd!".repeat(12_000))).toBe(true);
     expect(found("shared/xlm-roberta-unigram.tokenizer.json.gz", "abcd\u0301".repeat(12_000))).toBe(false);
+    // numbers: one pre-token under GPT-2's ` ?\p{N}+`; cut into threes (Llama 3) or ones (Qwen, CLIP) by Split regexes
+    expect(found("shared/roberta-base.tokenizer.json", LONG_WORDS.digits!)).toBe(true);
+    expect(found("shared/clip-vit-base-patch32.tokenizer.json", LONG_WORDS.digits!)).toBe(false);
+    expect(policy("models/qwen3-embed")?.numberRuns).toBe(false);
   });
 });
 
@@ -305,7 +314,7 @@ describe.skipIf(!existsSync(SHARED))("long words without spaces, real published 
 // the time: the whole text costs the library 1-9 s here, the server a small part of it.
 const AT_LIMIT: Record<string, LimitCase[]> = {
   "shared/bert-base-uncased.tokenizer.json": [["Cyrillic", "right"], ["emoji", "left"]],
-  "shared/roberta-base.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["emoji", "left"]],
+  "shared/roberta-base.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["emoji", "left"], ["digits", "right"], ["digits", "left"]],
   "shared/clip-vit-base-patch32.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["mixed", "left"]],
   "shared/t5-small.tokenizer.json": [["CJK, 20,000 ideographs", "right"], ["Cyrillic", "right"], ["Cyrillic", "left"]],
   "shared/xlm-roberta-unigram.tokenizer.json.gz": [["CJK, 20,000 ideographs", "right"], ["mixed", "right"]],
