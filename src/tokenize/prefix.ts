@@ -58,6 +58,11 @@ const PREPEND = /[\u0600-\u0605\u06DD\u070F\u0890\u0891\u08E2\u0D4E\u{110BD}\u{1
  * "a", "\u0085 ", " b"), so a cut after it is no word boundary.
  */
 const WHITESPACE = /[\s\u0085]/u;
+/**
+ * The characters the Rust library's `char::is_whitespace` and its regex engine's White_Space count (all in the BMP):
+ * WHITESPACE without U+FEFF, which is whitespace to JavaScript's `\s` only.
+ */
+const RUST_WHITESPACE = "\t\n\v\f\r \u0085\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A\u2028\u2029\u202F\u205F\u3000";
 /** WHITESPACE by UTF-16 code unit (all of it is in the BMP). */
 function isWhitespaceCode(c: number): boolean {
   return c === 32 || (c >= 9 && c <= 13) || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
@@ -211,6 +216,8 @@ function allBytes(vocab: readonly string[]): boolean {
 }
 
 const list = (x: unknown): Json[] => (Array.isArray(x) ? (x as Json[]) : []);
+/** A pre-tokenizer's parts: a Sequence's members, else the one. */
+const preTokenizerParts = (p: Json): Json[] => (p?.type === "Sequence" ? list(p.pretokenizers) : [p]);
 
 function normalizerLocal(n: Json): boolean {
   if (!n) return true;
@@ -269,7 +276,7 @@ function splitsAtSpaces(p: Json): boolean {
  */
 function regexSplitsOnly(p: Json): boolean {
   if (!p) return false;
-  const parts = p.type === "Sequence" ? list(p.pretokenizers) : [p];
+  const parts = preTokenizerParts(p);
   return parts.some(splitsAtSpaces) && parts.every((x) => x?.type === "ByteLevel" || (x?.type === "Split" && splitsAtSpaces(x)));
 }
 
@@ -348,7 +355,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     singles: new Set(vocab.filter((t) => t.length <= 2 && [...t].length === 1)),
     unknownId,
     oneClass: kind !== "unigram" || !onlyMetaspace(pre),
-    numberRuns: (pre?.type === "Sequence" ? list(pre.pretokenizers) : [pre]).every((p) => p?.type === "ByteLevel" && p.use_regex !== false),
+    numberRuns: preTokenizerParts(pre).every((p) => p?.type === "ByteLevel" && p.use_regex !== false),
     endOfWordSuffix,
     everyByte: kind === "bpe-bytes" && allBytes(vocab),
     ignoreMerges: model.ignore_merges === true,
@@ -603,6 +610,20 @@ function scanLongestRun(policy: InWordPolicy, chars: ReadonlySet<string>, atLeas
     if (n > best) best = n;
   }
   return best;
+}
+
+/** The code point of `text` that ends at UTF-16 index i (a surrogate pair whole), or "" at the start. */
+function codePointBefore(text: string, i: number): string {
+  const low = text.charCodeAt(i - 1);
+  return text.slice(i >= 2 && low >= 0xdc00 && low <= 0xdfff ? i - 2 : Math.max(0, i - 1), i);
+}
+
+/**
+ * Whether a character is its own unit for a per-character normaliser: it maps alone (to `n`) to one character, and
+ * neither is a joiner (marks, controls, whitespace, ...) or a Prepend character that a neighbour could join.
+ */
+function ownUnit(ch: string, n: string): boolean {
+  return [...n].length === 1 && !JOINER.test(ch) && !PREPEND.test(ch) && !JOINER.test(n) && !PREPEND.test(n);
 }
 
 /** The code point of `text` at UTF-16 index i (a surrogate pair whole), or "" past the end. */
@@ -878,15 +899,14 @@ function classCut(text: string, from: number, before: number, added: readonly st
  * characters' only into others, letters after them, or line breaks, and each of these is one piece alone.
  */
 function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces?: PieceCount): boolean {
-  const low = text.charCodeAt(q - 1);
-  const a = text.slice(q >= 2 && low >= 0xdc00 && low <= 0xdfff ? q - 2 : q - 1, q);
+  const a = codePointBefore(text, q);
   const b = codePointAt(text, q);
   if (b === "" || WHITESPACE.test(b)) return false;
   const ca = classOf(a);
   if (ca === "O" || (classOf(b) === ca && !(ca === "N" && pieces))) return false;
   const na = normalize(a);
   const nb = normalize(b);
-  const own = (ch: string, n: string) => [...n].length === 1 && !JOINER.test(ch) && !PREPEND.test(ch) && !JOINER.test(n) && !PREPEND.test(n) && classOf(ch) === classOf(n);
+  const own = (ch: string, n: string) => ownUnit(ch, n) && classOf(ch) === classOf(n);
   return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
 }
 
@@ -915,16 +935,14 @@ function punctuationCut(text: string, from: number, before: number, added: reado
  * pre-tokens before q (after q: from q on).
  */
 function punctuationCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): boolean {
-  const low = text.charCodeAt(q - 1);
-  const a = text.slice(q >= 2 && low >= 0xdc00 && low <= 0xdfff ? q - 2 : q - 1, q);
+  const a = codePointBefore(text, q);
   const b = codePointAt(text, q);
   if (b === "" || a === "") return false;
   if (!IS_PUNCTUATION.test(a) && !IS_PUNCTUATION.test(b)) return false;
   const na = normalize(a);
   const nb = normalize(b);
-  const own = (ch: string, n: string) => [...n].length === 1 && !WHITESPACE.test(n) && !JOINER.test(ch) && !PREPEND.test(ch) && !JOINER.test(n) && !PREPEND.test(n);
   // an added token is matched in the raw text or, normalised (PyLate's "[Q] " as "[q] "), in the normalised one
-  return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb) || [...t].map(normalize).join("").includes(na + nb)) && pieces(na + nb) >= 2;
+  return ownUnit(a, na) && ownUnit(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb) || [...t].map(normalize).join("").includes(na + nb)) && pieces(na + nb) >= 2;
 }
 
 /** Cheap class codes by code point for the backward scan (0 not yet known, 1 letter, 2 number, 3 other, 4 space). */
@@ -1055,11 +1073,12 @@ interface SpaceRunVocab {
 const GPT2_REGEX = [...SAFE_SPLIT_REGEXES][1]!;
 const LINE_BREAK_REGEXES = [...SAFE_SPLIT_REGEXES].slice(2);
 
+const SPACE_KEEPING = ["NFC", "NFD", "NFKC", "NFKD", "Lowercase"];
 /** Normalisers that keep whitespace and treat each whitespace character alone (SpaceRunPolicy). */
 function spaceKeepingNormalizer(n: Json): boolean {
   if (!n) return true;
   if (n.type === "Sequence") return list(n.normalizers).every(spaceKeepingNormalizer);
-  return ["NFC", "NFD", "NFKC", "NFKD", "Lowercase"].includes(String(n.type));
+  return SPACE_KEEPING.includes(String(n.type));
 }
 
 const nonEmpty = (x: unknown) => typeof x === "string" && x !== "";
@@ -1071,7 +1090,7 @@ function spaceRunPolicy(tj: Record<string, unknown>, model: Record<string, unkno
   if (nonEmpty(model.continuing_subword_prefix) || nonEmpty(model.end_of_word_suffix)) return null;
   if (!spaceKeepingNormalizer(tj.normalizer as Json)) return null;
   const pre = tj.pre_tokenizer as Json;
-  const parts = pre?.type === "Sequence" ? list(pre.pretokenizers) : [pre];
+  const parts = preTokenizerParts(pre);
   let lineBreaks: boolean;
   if (parts.length === 1 && parts[0]?.type === "ByteLevel" && parts[0].use_regex !== false) lineBreaks = false;
   else if (
@@ -1114,7 +1133,7 @@ function spaceRunPolicy(tj: Record<string, unknown>, model: Record<string, unkno
  * Characters a run of whitespace may hold: whitespace to the library's regex engine (Unicode White_Space: U+0085
  * too, JavaScript's U+FEFF not), all in the BMP. spaceChar also asks the tokenizer.
  */
-const RUN_SPACE = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$/;
+const RUN_SPACE = new RegExp(`^[${RUST_WHITESPACE}]$`);
 /** Characters that may be whitespace to JavaScript, the library or older Unicode tables: no run ends before one. */
 const MAYBE_SPACE = /[\s\u0085\u180e\u200b]/u;
 
@@ -1153,8 +1172,7 @@ function spaceRunAround(text: string, v: number, isSpace: (code: number) => bool
   let lastBreak = end - 1;
   while (lastBreak >= start && !isBreak(text.charCodeAt(lastBreak))) lastBreak--;
   const outside = (ch: string) => ch !== "" && (MAYBE_SPACE.test(ch) || MAYBE_SPACE.test(normalize(ch)));
-  const low = text.charCodeAt(start - 1);
-  const before = start === 0 ? "" : low >= 0xdc00 && low <= 0xdfff && start >= 2 ? text.slice(start - 2, start) : text[start - 1]!;
+  const before = codePointBefore(text, start);
   let from = start;
   // Qwen's ` ?[^\s\p{L}\p{N}]+[\r\n]*` takes line breaks after punctuation: not after a character that the
   // pre-tokenizer keeps apart from a line break (a letter, a number), asked with the character before the run
@@ -1323,8 +1341,6 @@ export function shortenAsciiRuns(text: string, maxChars: number): string {
   return text.replace(runs, (run) => run.slice(0, keep) + run.slice(run.length - keep));
 }
 
-/** The characters the Rust library's `char::is_whitespace` counts (all in the BMP). */
-const RUST_WHITESPACE = "\t\n\v\f\r \u0085\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A\u2028\u2029\u202F\u205F\u3000";
 /** Pre-tokenizers that split at every whitespace character and drop it (BertPreTokenizer's and Whitespace's words too). */
 const DROPS_WHITESPACE = ["BertPreTokenizer", "Whitespace", "WhitespaceSplit"];
 
@@ -1342,11 +1358,11 @@ function whitespaceShape(tj: Record<string, unknown>): WhitespaceShape | null {
   const added = list(tj.added_tokens).map((t) => String(t?.content ?? ""));
   if (added.some((c) => WHITESPACE.test(c)) || !normalizerLocal(tj.normalizer as Json)) return null;
   const pre = tj.pre_tokenizer as Json;
-  const parts = pre?.type === "Sequence" ? list(pre.pretokenizers) : [pre];
+  const parts = preTokenizerParts(pre);
   const drop = DROPS_WHITESPACE.includes(String(parts[0]?.type)) && parts.slice(1).every((p) => p?.type === "Metaspace");
   const norms = (tj.normalizer as Json)?.type === "Sequence" ? list((tj.normalizer as Json)!.normalizers) : [tj.normalizer as Json];
   const collapsing = (n: Json) => n?.type === "Replace" && n.content === " " && ["\\s+", " {2,}", " +"].includes(String((n.pattern as Json)?.Regex));
-  const collapse = !drop && norms.filter(collapsing).length === 1 && norms.every((n) => collapsing(n) || ["NFC", "NFD", "NFKC", "NFKD", "Lowercase"].includes(String(n?.type)));
+  const collapse = !drop && norms.filter(collapsing).length === 1 && norms.every((n) => collapsing(n) || SPACE_KEEPING.includes(String(n?.type)));
   const metaspace = parts.length === 1 && parts[0]?.type === "Metaspace" && parts[0].split !== false;
   return drop || collapse || metaspace ? { drop, collapse, metaspace, replacement: String(parts[0]?.replacement ?? "▁") } : null;
 }
