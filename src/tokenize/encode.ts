@@ -204,13 +204,15 @@ export class Encoder {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
       const at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar, this.pieces) : -1;
-      if ((at < 0 || at > 4 * from) && from < text.length && cuts.spaceRuns && Number.isFinite(need)) {
-        // no cut point soon after `from`: a long run of whitespace, cut inside (prefix.ts, SpaceRunPolicy)
+      // no cut point soon after `from`
+      const far = (at < 0 || at > 4 * from) && from < text.length && Number.isFinite(need);
+      if (far && cuts.spaceRuns) {
+        // a long run of whitespace, cut inside (prefix.ts, SpaceRunPolicy)
         const inside = await this.spacePrefix(text, need, cuts, words);
         if (inside) return inside;
       }
-      if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord && Number.isFinite(need)) {
-        // No cut point soon after `from`: a long word. For pairs the last word's count is then a lower bound
+      if (far && cuts.inWord) {
+        // A long word. For pairs the last word's count is then a lower bound
         // (countedLength), which decides most pairs (pairLengths); the others are tokenized further (encodeBatch).
         const inside = await this.wordPrefix(text, need, cuts.inWord, words);
         if (inside) return inside;
@@ -230,18 +232,20 @@ export class Encoder {
     let from = text.length - Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
       const at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar, this.pieces) : -1;
-      if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.spaceRuns?.suffixes && Number.isFinite(need)) {
+      // no cut point soon before `from`, where suffixes have the whole text's last tokens
+      const far = (at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && Number.isFinite(need);
+      if (far && cuts.spaceRuns?.suffixes) {
         const inside = await this.spaceSuffix(text, need, cuts);
         if (inside) return inside;
       }
-      if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.suffixes && Number.isFinite(need)) {
+      if (far && cuts.inWord?.suffixes) {
         const inside = await this.wordSuffix(text, need, cuts.inWord);
         if (inside) return inside;
         // one character repeated, whose suffixes' tokens shift with their length: the run's period
         const periodic = await this.runSuffix(text, from, need, cuts, cuts.inWord);
         if (periodic) return periodic;
       }
-      if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.unigram && Number.isFinite(need)) {
+      if (far && cuts.inWord?.unigram) {
         // a long Unigram word near the end: the model replicated on the whole word
         const replicated = await this.unigramSuffix(text, from, need, cuts.inWord);
         if (replicated) return replicated;
