@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -175,6 +175,7 @@ export class Encoder {
     const cut: Promise<void>[] = [];
     for (let i = 0; i < texts.length; i++) {
       let text = texts[i]!;
+      if (this.cuts?.dropped && text.length > WHOLE_CHARS) text = shortenDroppedRuns(text, this.isDropped);
       if (this.cuts && text.length > WHOLE_CHARS) {
         const runs = this.whitespace(this.cuts).runs;
         if (runs) text = shortenSpaceRuns(text, runs);
@@ -644,6 +645,33 @@ export class Encoder {
     return v === 1;
   };
   private wordChars: Uint8Array | null = null;
+
+  /**
+   * Whether the normaliser drops a code point (prefix.ts, shortenDroppedRuns): it makes nothing of it alone, no
+   * raw-matched added token holds it, and three of it between letters, at the start and at the end normalise as
+   * nothing does (a check of the argument with the library); droppedKind says which rule shortens it. Cached: the
+   * kind + 1, 0 not yet known.
+   */
+  private readonly isDropped = (cp: number): Dropped => {
+    this.droppedChars ??= new Uint8Array(0x110000);
+    let v = this.droppedChars[cp]!;
+    if (v === 0) {
+      const ch = String.fromCodePoint(cp);
+      const n = this.tokenizer.getNormalizer();
+      const norm = (s: string) => (n === null ? s : n.normalizeString(s));
+      const run = ch.repeat(3);
+      const yes =
+        this.normalizeChar(ch) === "" &&
+        !this.cuts!.dropped!.some((t) => t.includes(ch)) &&
+        norm("x" + run + "y") === norm("xy") &&
+        norm(run + "y") === norm("y") &&
+        norm("x" + run) === norm("x");
+      v = droppedKind(ch, yes) + 1;
+      this.droppedChars[cp] = v;
+    }
+    return (v - 1) as Dropped;
+  };
+  private droppedChars: Uint8Array | null = null;
 
   /** WordPiece runs of any script may be shortened: the pipeline is BERT's and every added token has a splitting character. */
   private get anyScriptWords(): boolean {

@@ -119,6 +119,12 @@ export interface CutPolicy {
   whitespace: WhitespaceShape | null;
   /** Cuts inside runs of whitespace under byte-level BPE (spaceRunWindow), or null. */
   spaceRuns: SpaceRunPolicy | null;
+  /**
+   * A normaliser that works per character and may drop characters (BertNormalizer's cleaning and accent stripping,
+   * StripAccents): the added tokens matched in the raw text, none of which may hold a dropped character
+   * (shortenDroppedRuns), else null.
+   */
+  dropped: readonly string[] | null;
 }
 
 /**
@@ -459,6 +465,7 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     afterWhitespace: null,
     whitespace: whitespaceShape(tj),
     spaceRuns: spaceRunPolicy(tj, model as Record<string, unknown>, added),
+    dropped: droppingNormalizer(tj.normalizer as Json) ? added.filter((t) => t?.normalized === false).map((t) => String(t!.content ?? "")) : null,
   };
 }
 
@@ -487,6 +494,13 @@ function perCharNormalizer(n: Json): boolean {
   if (n.type === "Sequence") return list(n.normalizers).every(perCharNormalizer);
   return ["BertNormalizer", "Lowercase", "NFD", "NFKD", "StripAccents"].includes(String(n.type));
 }
+
+/** A per-character normaliser (perCharNormalizer) with a part that drops characters. */
+function droppingNormalizer(n: Json): boolean {
+  if (!n || !perCharNormalizer(n)) return false;
+  return preNormalizers(n).some((p) => p?.type === "StripAccents" || (p?.type === "BertNormalizer" && (p.clean_text !== false || p.strip_accents !== false || p.lowercase !== false)));
+}
+const preNormalizers = (n: Json): Json[] => (n?.type === "Sequence" ? list(n.normalizers).flatMap(preNormalizers) : [n]);
 
 /** Characters looked at on each side of a cut, beyond the longest token, before addedSpans gives up. */
 const SPAN_SLACK = 64;
@@ -1440,4 +1454,79 @@ export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) =
 export function shortenSpaceRuns(text: string, runs: RegExp): string {
   runs.lastIndex = 0;
   return text.replace(runs, (run) => run[0]! + run[run.length - 1]!);
+}
+
+/** Characters that BERT's cleaning drops before anything else sees them (with U+FFFD): controls and formats. */
+const CONTROL = /^[\p{C}\uFFFD]$/u;
+
+/** What a character is to shortenDroppedRuns: 0 kept by the normaliser, 1 a dropped control or format, 2 another dropped character. */
+export type Dropped = 0 | 1 | 2;
+
+/** The Dropped kind of a character that the normaliser drops (`dropped`: it makes nothing of it, checked by the caller). */
+export function droppedKind(ch: string, dropped: boolean): Dropped {
+  return !dropped ? 0 : CONTROL.test(ch) ? 1 : 2;
+}
+
+/**
+ * A text with runs of dropped characters shortened, behind a per-character normaliser that drops them
+ * (CutPolicy.dropped). `kind(cp)` (Dropped): whether the normaliser makes nothing of the character alone and no
+ * raw-matched added token holds it (the caller checks both, with the library), and whether it is a control or
+ * format character. The normalised text is each character's normalisation concatenated, but for NFD's canonical
+ * reordering of combining marks (BertNormalizer: clean_text drops controls and formats first, then
+ * handle_chinese_chars, then NFD and the removal of nonspacing marks, then lowercasing, all per character;
+ * StripAccents likewise), so it is the same for the shortened text wherever:
+ * - a run of dropped controls and formats (which the cleaning removes before anything else sees them; all of them
+ *   are starters to NFD) keeps its first character;
+ * - in any other run of dropped characters, one character repeated keeps one copy: the reordering happens within
+ *   runs of non-starters, and whether a starter lies between two characters that survive around the run is
+ *   unchanged (the character is a starter in both texts or in neither), while the survivors' order is their stable
+ *   sort by combining class either way. (A mixed run is not cut to its first character: a dropped starter inside it,
+ *   such as U+034F, keeps marks that survive on its two sides from being reordered.)
+ * Ids, word ids and pre-tokens are those of the normalised text, so they do not change; raw-matched added tokens
+ * find the same matches (none holds a dropped character, and a dropped character still stands between what was on
+ * the run's two sides, so lstrip / rstrip stop at it as before), and a normalised one sees the same normalised text.
+ * Offsets index the shortened text, as shortenSpaceRuns' do.
+ */
+export function shortenDroppedRuns(text: string, kind: (codePoint: number) => Dropped): string {
+  const parts: string[] = [];
+  let copied = 0;
+  const n = text.length;
+  const width = (i: number) => (text.codePointAt(i)! > 0xffff ? 2 : 1);
+  for (let i = 0; i < n; ) {
+    if (kind(text.codePointAt(i)!) === 0) {
+      i += width(i);
+      continue;
+    }
+    // a run of dropped characters [i, j)
+    let j = i;
+    let controls = true;
+    let count = 0;
+    for (let k: Dropped; j < n && (k = kind(text.codePointAt(j)!)) !== 0; ) {
+      if (k !== 1) controls = false;
+      j += width(j);
+      count++;
+    }
+    if (count > 1 && controls) {
+      // the first kept
+      parts.push(text.slice(copied, i + width(i)));
+      copied = j;
+    } else if (count > 1) {
+      // each character repeated in a row keeps one copy
+      for (let a = i; a < j; ) {
+        const cp = text.codePointAt(a)!;
+        const w = cp > 0xffff ? 2 : 1;
+        let b = a + w;
+        while (b < j && text.codePointAt(b) === cp) b += w;
+        if (b - a > w) {
+          parts.push(text.slice(copied, a + w));
+          copied = b;
+        }
+        a = b;
+      }
+    }
+    i = j;
+  }
+  if (parts.length === 0) return text;
+  parts.push(text.slice(copied));
+  return parts.join("");
 }

@@ -38,6 +38,11 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   ...whitespaceInputs(LIMIT),
   "one punctuation": () => "!".repeat(LIMIT),
   "punctuation and letters": () => letters(LIMIT, "!?.,;:-[]ab", 8),
+  // characters that normalisers drop or join to their neighbours
+  "zero-width spaces": () => "\u200b".repeat(LIMIT),
+  "byte-order marks": () => "\ufeff".repeat(LIMIT),
+  "combining marks": () => "a" + "\u0301".repeat(LIMIT - 1),
+  "controls and formats": () => letters(LIMIT, "\u0001\u200b\ufeff\u00ad\u0007", 10),
 };
 
 /** An input and its truncation direction, or a pair: the input as the document after the query of another kind. */
