@@ -1365,12 +1365,24 @@ export interface WhitespaceShape {
   metaspace: boolean;
   /** Metaspace's replacement character. */
   replacement: string;
+  /** Added tokens that hold whitespace, each only single whitespace characters between others (singleSpaces). */
+  spaced: readonly string[];
+}
+
+/**
+ * An added token's content (or its normalised pattern) whose whitespace is single characters, each next to a
+ * character that is not whitespace: a run of three or more whitespace characters can then hold only the token's
+ * first or last character (an occurrence that ends with the run's first character, or begins with its last), and
+ * so can the run shortened to those two (shortenSpaceRuns): the same occurrences, at the same characters.
+ */
+function singleSpaces(content: string): boolean {
+  return /[^\s\u0085]/u.test(content) && !/[\s\u0085]{2}/u.test(content);
 }
 
 /** tokenizer.json's WhitespaceShape, or null when nothing is known of its whitespace beyond CutPolicy's cuts. */
 function whitespaceShape(tj: Record<string, unknown>): WhitespaceShape | null {
-  const added = list(tj.added_tokens).map((t) => String(t?.content ?? ""));
-  if (added.some((c) => WHITESPACE.test(c)) || !normalizerLocal(tj.normalizer as Json)) return null;
+  const spaced = list(tj.added_tokens).map((t) => String(t?.content ?? "")).filter((c) => WHITESPACE.test(c));
+  if (!spaced.every(singleSpaces) || !normalizerLocal(tj.normalizer as Json)) return null;
   const pre = tj.pre_tokenizer as Json;
   const parts = preTokenizerParts(pre);
   const drop = DROPS_WHITESPACE.includes(String(parts[0]?.type)) && parts.slice(1).every((p) => p?.type === "Metaspace");
@@ -1378,7 +1390,7 @@ function whitespaceShape(tj: Record<string, unknown>): WhitespaceShape | null {
   const collapsing = (n: Json) => n?.type === "Replace" && n.content === " " && ["\\s+", " {2,}", " +"].includes(String((n.pattern as Json)?.Regex));
   const collapse = !drop && norms.filter(collapsing).length === 1 && norms.every((n) => collapsing(n) || SPACE_KEEPING.includes(String(n?.type)));
   const metaspace = parts.length === 1 && parts[0]?.type === "Metaspace" && parts[0].split !== false;
-  return drop || collapse || metaspace ? { drop, collapse, metaspace, replacement: String(parts[0]?.replacement ?? "▁") } : null;
+  return drop || collapse || metaspace ? { drop, collapse, metaspace, replacement: String(parts[0]?.replacement ?? "▁"), spaced } : null;
 }
 
 /** What a long text's whitespace allows beyond CutPolicy's space cuts (whitespaceRules). */
@@ -1406,17 +1418,20 @@ export interface WhitespaceRules {
  * - Metaspace that splits (alone, behind a local normaliser): a U+0020 space after a whitespace character whose
  *   normalised form holds no space and no replacement character begins a pre-token there as after any other
  *   character, so it is a cut.
- * Added tokens that hold whitespace (CutPolicy.spaced) rule runs out (a match could lie inside one); lstrip / rstrip
- * ones take a whole run either way. Each candidate is checked between letters, at the text's start and at its end:
+ * Added tokens that hold whitespace (CutPolicy.spaced; none lstrip / rstrip or single_word, which cutPolicy refuses)
+ * allow runs only where they and their normalised patterns hold single whitespace characters between others
+ * (singleSpaces: PyLate's "[Q] "): an occurrence then touches a run at its first or last character only, which the
+ * shortened run keeps, with the same characters around it; what it leaves of the run goes on being dropped or
+ * collapsed. Space cuts near them are checked as every space cut is (addedSpans). Each candidate is checked between letters, at the text's start and at its end:
  * shortening a run of three of candidates to its first and last keeps the pre-token strings ("drop") or the
  * normalised text ("collapse"); a candidate that fails is left out (its runs are tokenized as before).
  */
 export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) => string, split: (s: string) => string[]): WhitespaceRules {
-  const { drop, collapse, metaspace, replacement } = shape;
+  const { drop, collapse, metaspace, replacement, spaced } = shape;
   const same = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
   const contexts: Array<[string, string]> = [["x", "y"], ["", "y"], ["x", ""]];
   let runs: RegExp | null = null;
-  if (drop || collapse) {
+  if ((drop || collapse) && spaced.every((c) => singleSpaces(normalize(c)))) {
     const chars = [...RUST_WHITESPACE].filter((c) => {
       const n = normalize(c);
       return n !== "" && (collapse ? WHITESPACE.test(n) : split(n).length === 0);

@@ -8,7 +8,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "tokenizers";
 import { cutPolicy, whitespaceRules } from "../../src/tokenize/prefix";
-import { FIXTURES, SHARED_TOKENIZERS, describeLikeLibrary, textOfPieces, tokenizerText } from "../helpers";
+import { FIXTURES, SHARED_TOKENIZERS, describeLikeLibrary, expectLibraryIds, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 
 const SHARED = ["bert-base-uncased.tokenizer.json", "roberta-base.tokenizer.json", "clip-vit-base-patch32.tokenizer.json", "t5-small.tokenizer.json", "xlm-roberta-unigram.tokenizer.json.gz"];
@@ -100,12 +100,58 @@ describe("what each pipeline's whitespace allows (whitespaceRules, read from the
   });
 });
 
+describe("added tokens that hold whitespace: runs are shortened where each holds single spaces between other characters", () => {
+  /** colbert-pylate's tokenizer (BERT with PyLate's normalised "[Q] " and "[D] ") with one more added token. */
+  const withToken = (content: string, normalized: boolean): string => {
+    const tj = JSON.parse(tokenizerText("models/colbert-pylate")!);
+    const id = Math.max(...tj.added_tokens.map((t: { id: number }) => t.id)) + 1;
+    tj.added_tokens.push({ id, content, single_word: false, lstrip: false, rstrip: false, normalized, special: false });
+    return JSON.stringify(tj);
+  };
+  const JSONS: Record<string, () => string> = {
+    "colbert-pylate": () => tokenizerText("models/colbert-pylate")!,
+    "a raw token with a leading space": () => withToken(" [X]", false),
+    "a token with two spaces inside": () => withToken("x  y", true),
+    "a raw token of a space between letters": () => withToken("x\ty", false),
+  };
+  const runsOf = (json: string) => {
+    const rust = Tokenizer.fromString(json);
+    const n = rust.getNormalizer()!;
+    const p = rust.getPreTokenizer()!;
+    const shape = cutPolicy(JSON.parse(json))?.whitespace ?? null;
+    return shape && whitespaceRules(shape, (s) => n.normalizeString(s), (s) => p.preTokenizeString(s).map(([x]) => x)).runs;
+  };
+
+  test("which added tokens allow runs", () => {
+    expect(Object.entries(JSONS).map(([k, j]) => [k, runsOf(j()) !== null])).toEqual([
+      ["colbert-pylate", true],
+      ["a raw token with a leading space", true],
+      // "x" and "y" around a run of three spaces or more do not match it; around the run shortened to two they would
+      ["a token with two spaces inside", false],
+      ["a raw token of a space between letters", true],
+    ]);
+  });
+
+  const PIECES_SPACED = ["[Q] ", "[D] ", "[Q]", "[q]", " [X]", "[X]", "x  y", "x", "y", "x\ty", "\t", " ", "  ", " ".repeat(7), "\n".repeat(5), "\u3000".repeat(3), "word", "hello world"];
+  for (const [label, json] of Object.entries(JSONS)) {
+    test(`ids identical to the library's whole text, truncated: ${label}`, async () => {
+      const inputs: Record<string, string> = {};
+      for (let k = 0; k < 4; k++) inputs[`pieces ${k}`] = textOfPieces(PIECES_SPACED, 7 + 31 * k, LONG);
+      inputs["[Q] then spaces"] = "[Q]" + " ".repeat(LONG);
+      inputs["spaces then [X]"] = " ".repeat(LONG) + "[X] word";
+      inputs["x, spaces, y"] = "x" + " ".repeat(LONG) + "y";
+      for (const maxLength of [64, 512]) await expectLibraryIds(`${label} ${maxLength}`, json(), maxLength, inputs);
+    }, 120_000);
+  }
+});
+
 // At the limit: 1,000,000 characters of whitespace, timed in a fresh process against the library (at-limit.ts).
 const WHITESPACE_LIMIT: Record<string, string[]> = {
   "models/bert-mean-norm": ["spaces", "space, newline", "mixed whitespace", "spaces, then words"],
   "models/xlmr-max": ["spaces", "space, newline", "mixed whitespace", "words, then spaces"],
   "models/gemma-embed": ["spaces", "space, newline", "mixed whitespace", "spaces, then words"],
   "models/clip": ["spaces", "mixed whitespace", "words, then spaces"],
+  "models/colbert-pylate": ["spaces", "space, newline", "mixed whitespace", "words, then spaces"],
 };
 describe("1,000,000 characters of whitespace (timed in a fresh process: at-limit.ts)", () => {
   for (const [name, kinds] of Object.entries(WHITESPACE_LIMIT)) {
