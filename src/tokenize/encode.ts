@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -104,7 +104,7 @@ const WHOLE_CHARS = 16384;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
-const NO_WHITESPACE_RULES: WhitespaceRules = { runs: null, after: null };
+const NO_WHITESPACE_RULES: WhitespaceRules = { runs: null, after: null, vanish: null };
 const CHAR_KINDS: readonly CharKind[] = ["none", "known", "unknown"];
 
 export class Encoder {
@@ -177,8 +177,9 @@ export class Encoder {
       let text = texts[i]!;
       if (this.cuts?.dropped && text.length > WHOLE_CHARS) text = shortenDroppedRuns(text, this.isDropped);
       if (this.cuts && text.length > WHOLE_CHARS) {
-        const runs = this.whitespace(this.cuts).runs;
+        const { runs, vanish } = this.whitespace(this.cuts);
         if (runs) text = shortenSpaceRuns(text, runs);
+        if (vanish) text = shortenSpaceRuns(text, vanish);
       }
       if (this.cuts?.wordPieceMaxChars && text.length > WHOLE_CHARS) {
         text = this.anyScriptWords ? shortenWordRuns(text, this.cuts.wordPieceMaxChars, this.isWordChar) : shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
@@ -979,7 +980,7 @@ export class Encoder {
    * wordPrefixWindow's bound for every spelling of the characters gives ~16.
    */
   private tokenWindow(text: string, c: number, longest: number, policy: InWordPolicy): number[] {
-    const vocab = (this.vocabulary ??= new Set(policy.tokenText().split("\n")));
+    const vocab = (this.vocabulary ??= new Set(policy.tokenText().split(TOKEN_SEPARATOR)));
     const symbolOf = this.wordSymbols!;
     const base = c - longest + 1;
     const codes: number[] = [];

@@ -153,14 +153,18 @@ export interface SpacedAdded {
  * inside a character's bytes). So the tokens that the prefixes ending at the W positions of a window all begin with
  * (same ids and offsets) are the whole text's first tokens (wordPrefixWindow), however long the word. Windows hold
  * only characters that are their own unit for the normaliser and pre-tokenizer: each maps alone to one character of
- * its own class (letter, number, other) that no neighbour can join (no marks, Hangul jamo, Prepend or other
- * grapheme-extending characters, regional indicators, emoji modifiers, controls, spaces), one class throughout for
- * regex pre-tokenizers (which split between classes); never-unknown symbols for BPE (byte-level: every byte is in
- * the vocabulary); and no added token lies inside a window's reach (each has a character outside the window's set).
+ * its own class (letter, number, other) that no neighbour can join (`joiner`: what may join depends on the
+ * normaliser, joinerOf; by default no marks, Hangul jamo, Prepend or other grapheme-extending characters, regional
+ * indicators, emoji modifiers, controls, spaces), one class throughout for regex pre-tokenizers (which split between
+ * classes); never-unknown symbols for BPE (byte-level: every byte is in the vocabulary); and no added token lies
+ * inside a window's reach (each has a character outside the window's set). So the normalised text of a prefix ending
+ * in a window is the whole text's normalised text up to there, and its pre-tokens the whole text's, the last one cut.
  */
 export interface InWordPolicy {
   model: "bpe-bytes" | "bpe-chars" | "unigram";
-  /** The vocabulary's tokens joined by newlines (byte-level: their UTF-8 text), built on the first long word. */
+  /**
+   * The vocabulary's tokens joined by TOKEN_SEPARATOR (byte-level: their UTF-8 text), built on the first long word.
+   */
   tokenText: () => string;
   /** Added token contents (none may be spelled with the window's characters only). */
   added: readonly string[];
@@ -191,7 +195,19 @@ export interface InWordPolicy {
    * long word (unigram.ts, encode.ts unigramPrefix / unigramSuffix), else null.
    */
   unigram: { vocab: UnigramVocab; marker: WordMarker } | null;
+  /**
+   * Characters that may not be in a window (JOINER, or for Unigram behind Metaspace / WhitespaceSplit the
+   * pipeline's own set: joinerOf); with JOINER, Prepend characters neither.
+   */
+  joiner: RegExp;
 }
+
+/**
+ * What InWordPolicy.tokenText puts between tokens: a lone surrogate, which no token holds (tokenizer.json is valid
+ * UTF-8) and no joiner lets into a window (a newline could be a window character of a pipeline that does not split
+ * at it: joinerOf).
+ */
+export const TOKEN_SEPARATOR = "\uD800";
 
 /** GPT-2's byte-to-character map, inverted: the bytes of a byte-level token. */
 let BYTE_OF: Map<string, number> | null = null;
@@ -353,7 +369,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
       if (tokenText === null) {
         const utf8 = new TextDecoder();
         const texts = byteLevel ? vocab.map((t) => { const bytes = byteLevelBytes(t); return bytes ? utf8.decode(bytes) : t; }) : vocab;
-        tokenText = texts.join("\n");
+        tokenText = texts.join(TOKEN_SEPARATOR);
       }
       return tokenText;
     },
@@ -366,6 +382,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     everyByte: kind === "bpe-bytes" && allBytes(vocab),
     ignoreMerges: model.ignore_merges === true,
     suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
+    joiner: kind === "unigram" && onlyMetaspace(pre) ? joinerOf(tj.normalizer as Json, pre) : JOINER,
     unigram: marker ? { vocab: { pieces: vocab, scores: Float64Array.from(model.vocab as unknown[], (e) => Number((e as unknown[])[1])), unknownId: Number.isInteger(model.unk_id) ? (model.unk_id as number) : null, byteFallback: model.byte_fallback === true }, marker } : null,
   };
 }
@@ -558,9 +575,63 @@ function occurrenceSpans(s: string, t: string, i: number): boolean {
 
 /**
  * Characters that may join a neighbour into one unit of a normaliser (composition, grapheme clusters) or that
- * normalisers drop or turn into spaces: never in a window.
+ * normalisers drop or turn into spaces: never in a window, whatever the pipeline (classCut, punctuationCut, and
+ * windows of pipelines without a narrower set: joinerOf).
  */
 const JOINER = /[\p{M}\p{Grapheme_Extend}\p{Regional_Indicator}\p{Emoji_Modifier}\p{C}\p{Z}\s\u0E33\u0EB3\u1100-\u11FF\uA960-\uA97F\uD7B0-\uD7FF]/u;
+
+/**
+ * Characters that Unicode normal forms (NFC, NFD, NFKC, NFKD; StripAccents removes only marks) may join to a
+ * neighbour: a window's characters must each have a normalisation boundary before them (UAX #15: a starter,
+ * canonical combining class 0, that composes with no character before it), so that the normal form of a text is the
+ * normal form of its part before such a character followed by that of the rest. Not boundaries: non-starters (all
+ * marks, \p{M}, in the tables of the runtime and the library), the second characters of canonical compositions
+ * (marks, Hangul vowel and trailing jamo, a few vowel signs, all marks, and Kirat Rai's vowel signs U+16D67-16D6A,
+ * which Unicode 16 made composable and which are letters), characters whose normal form begins with a mark
+ * (U+FF9E, U+FF9F: Grapheme_Extend), Hangul jamo (leading ones compose with the vowel after them), and unassigned
+ * code points (the library's tables may be newer). test/tokenize/joiners.test.ts checks this set against the
+ * runtime's normalize() on every code point. Controls, format characters (U+200B, U+FEFF), regional indicators
+ * and emoji modifiers are starters that compose with nothing: the normal forms leave them and their neighbours as
+ * they are.
+ */
+const NORMAL_FORM_JOINER = "\\p{M}\\p{Grapheme_Extend}\\p{Cn}\\p{Cs}\\u0E33\\u0EB3\\u1100-\\u11FF\\uA960-\\uA97F\\uD7B0-\\uD7FF\\u{16D40}-\\u{16D7F}";
+
+/**
+ * How a normaliser may join neighbouring characters: "none" (no normaliser, or steps that map each character alone or
+ * touch only spaces or the text's ends: Lowercase, Replace of spaces, Strip, Prepend), "normal-forms" (Unicode
+ * normal forms: NORMAL_FORM_JOINER), "graphemes" (Precompiled works per grapheme cluster, BertNormalizer: JOINER).
+ */
+function normalizerUnits(n: Json): "none" | "normal-forms" | "graphemes" {
+  if (!n) return "none";
+  if (n.type === "Sequence") {
+    const units = list(n.normalizers).map(normalizerUnits);
+    return units.includes("graphemes") ? "graphemes" : units.includes("normal-forms") ? "normal-forms" : "none";
+  }
+  if (["NFC", "NFD", "NFKC", "NFKD", "StripAccents"].includes(String(n.type))) return "normal-forms";
+  if (["Lowercase", "Replace", "Strip", "Prepend"].includes(String(n.type))) return "none";
+  return "graphemes";
+}
+
+function hasStrip(n: Json): boolean {
+  if (!n) return false;
+  return n.type === "Sequence" ? list(n.normalizers).some(hasStrip) : n.type === "Strip";
+}
+
+/**
+ * The characters that may not be in a window of a Unigram model behind Metaspace / WhitespaceSplit (InWordPolicy.joiner),
+ * from its normaliser (normalizerUnits) and pre-tokenizer: the characters the pre-tokenizer splits at (a U+0020 space
+ * for Metaspace alone, which neither splits at nor changes other whitespace; all whitespace to the library,
+ * char::is_whitespace, behind WhitespaceSplit or a Strip normaliser), and those the normaliser may join to a
+ * neighbour. Every other pipeline keeps JOINER.
+ */
+function joinerOf(normalizer: Json, pre: Json): RegExp {
+  const units = normalizerUnits(normalizer);
+  if (units === "graphemes") return JOINER;
+  const parts = preTokenizerParts(pre);
+  // literal characters in the class (no "-", "]" or "\\" among them)
+  const spaces = parts.some((p) => p?.type === "WhitespaceSplit") || hasStrip(normalizer) ? RUST_WHITESPACE : " ";
+  return new RegExp(`[${spaces}${units === "normal-forms" ? NORMAL_FORM_JOINER : ""}\\p{Cs}]`, "u");
+}
 const LETTER = /\p{L}/u;
 const NUMBER = /\p{N}/u;
 
@@ -575,7 +646,8 @@ function classOf(ch: string): "L" | "N" | "O" {
  */
 function windowChar(ch: string, normalized: string, policy: InWordPolicy): string | null {
   if (normalized.length === 0 || normalized.length > 2 || [...normalized].length !== 1) return null;
-  if (JOINER.test(ch) || PREPEND.test(ch) || JOINER.test(normalized) || PREPEND.test(normalized)) return null;
+  const joiner = policy.joiner;
+  if (joiner.test(ch) || joiner.test(normalized) || (joiner === JOINER && (PREPEND.test(ch) || PREPEND.test(normalized)))) return null;
   const cls = classOf(ch);
   if (cls !== classOf(normalized) || (policy.oneClass && cls === "N" && !policy.numberRuns)) return null;
   switch (policy.model) {
@@ -599,7 +671,7 @@ export function wordSymbol(ch: string, normalized: string, policy: InWordPolicy)
 
 /**
  * The length (in characters) of the longest run of characters of `chars` inside a vocabulary token when it is at
- * least `atLeast`, else 0. One native regex scan over the tokens, joined by newlines (never a window character).
+ * least `atLeast`, else 0. One native regex scan over the tokens, joined by TOKEN_SEPARATOR (never a window character).
  */
 export function longestRunFrom(policy: InWordPolicy, chars: ReadonlySet<string>, atLeast: number): number {
   // remembered per policy (a long word asks again for each of its windows, with the same few characters)
@@ -1367,6 +1439,11 @@ export interface WhitespaceShape {
   replacement: string;
   /** Added tokens that hold whitespace, each only single whitespace characters between others (singleSpaces). */
   spaced: readonly string[];
+  /**
+   * The normaliser begins with SentencePiece's Precompiled map and no added token holds a control or format
+   * character: CONTROLS are candidates too (whitespaceRules).
+   */
+  controls: boolean;
 }
 
 /**
@@ -1377,6 +1454,30 @@ export interface WhitespaceShape {
  */
 function singleSpaces(content: string): boolean {
   return /[^\s\u0085]/u.test(content) && !/[\s\u0085]{2}/u.test(content);
+}
+
+/**
+ * CONTROLS: controls and format characters of the BMP that are grapheme-cluster Control characters (UAX #29: Cc and Cf but
+ * CR, LF, ZWNJ / ZWJ and other Grapheme_Extend ones, and the Prepend ones): a cluster boundary on both sides of each,
+ * in any context (GB4, GB5; the rules that look further back, GB9c, GB11, GB12 / 13, never step over one).
+ */
+function controls(): string[] {
+  if (CONTROLS === null) {
+    CONTROLS = [];
+    for (let c = 0; c < 0x10000; c++) {
+      const ch = String.fromCharCode(c);
+      if (CONTROL_OR_FORMAT.test(ch) && !/\p{Grapheme_Extend}/u.test(ch) && !PREPEND.test(ch) && ch !== "\r" && ch !== "\n" && ch !== "\u200d") CONTROLS.push(ch);
+    }
+  }
+  return CONTROLS;
+}
+let CONTROLS: string[] | null = null;
+const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}]/u;
+
+/** Whether a normaliser is Precompiled, or a Sequence that begins with it. */
+function precompiledFirst(n: Json): boolean {
+  if (n?.type === "Precompiled") return true;
+  return n?.type === "Sequence" && list(n.normalizers)[0]?.type === "Precompiled";
 }
 
 /** tokenizer.json's WhitespaceShape, or null when nothing is known of its whitespace beyond CutPolicy's cuts. */
@@ -1390,7 +1491,8 @@ function whitespaceShape(tj: Record<string, unknown>): WhitespaceShape | null {
   const collapsing = (n: Json) => n?.type === "Replace" && n.content === " " && ["\\s+", " {2,}", " +"].includes(String((n.pattern as Json)?.Regex));
   const collapse = !drop && norms.filter(collapsing).length === 1 && norms.every((n) => collapsing(n) || SPACE_KEEPING.includes(String(n?.type)));
   const metaspace = parts.length === 1 && parts[0]?.type === "Metaspace" && parts[0].split !== false;
-  return drop || collapse || metaspace ? { drop, collapse, metaspace, replacement: String(parts[0]?.replacement ?? "▁"), spaced } : null;
+  const controls = precompiledFirst(tj.normalizer as Json) && !list(tj.added_tokens).some((t) => CONTROL_OR_FORMAT.test(String(t?.content ?? "")));
+  return drop || collapse || metaspace ? { drop, collapse, metaspace, replacement: String(parts[0]?.replacement ?? "▁"), spaced, controls } : null;
 }
 
 /** What a long text's whitespace allows beyond CutPolicy's space cuts (whitespaceRules). */
@@ -1399,6 +1501,8 @@ export interface WhitespaceRules {
   runs: RegExp | null;
   /** Whitespace characters after which a U+0020 space is a cut (CutPolicy.afterWhitespace), or null. */
   after: ReadonlySet<string> | null;
+  /** Runs of these characters (which the normaliser removes) longer than two are shortened likewise, or null. */
+  vanish: RegExp | null;
 }
 
 /**
@@ -1418,6 +1522,13 @@ export interface WhitespaceRules {
  * - Metaspace that splits (alone, behind a local normaliser): a U+0020 space after a whitespace character whose
  *   normalised form holds no space and no replacement character begins a pre-token there as after any other
  *   character, so it is a cut.
+ * - Precompiled first (WhitespaceShape.controls): it normalises each grapheme cluster, and a grapheme-cluster
+ *   Control character (CONTROLS: U+200B, U+FEFF, C0 controls) is a cluster of its own in any context, whose
+ *   neighbours' clusters it does not change. Those it maps to whitespace (U+200B, U+FEFF become a space in
+ *   SentencePiece's maps) are candidates for "drop" and "collapse" as whitespace is; those it maps to nothing (most
+ *   C0 controls) leave no trace, so a run of them normalises to the same text as its first and last character
+ *   (`vanish`) whatever the pre-tokenizer (the normalisers after it see the same text; no added token holds one, so
+ *   the raw matches are the same too).
  * Added tokens that hold whitespace (CutPolicy.spaced; none lstrip / rstrip or single_word, which cutPolicy refuses)
  * allow runs only where they and their normalised patterns hold single whitespace characters between others
  * (singleSpaces: PyLate's "[Q] "): an occurrence then touches a run at its first or last character only, which the
@@ -1431,8 +1542,9 @@ export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) =
   const same = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
   const contexts: Array<[string, string]> = [["x", "y"], ["", "y"], ["x", ""]];
   let runs: RegExp | null = null;
+  const candidates = shape.controls ? [...new Set([...RUST_WHITESPACE, ...controls()])] : [...RUST_WHITESPACE];
   if ((drop || collapse) && spaced.every((c) => singleSpaces(normalize(c)))) {
-    const chars = [...RUST_WHITESPACE].filter((c) => {
+    const chars = candidates.filter((c) => {
       const n = normalize(c);
       return n !== "" && (collapse ? WHITESPACE.test(n) : split(n).length === 0);
     });
@@ -1450,7 +1562,7 @@ export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) =
       changed = next.length < kept.length;
       kept = next;
     }
-    if (kept.length > 0) runs = new RegExp(`[${kept.map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]{3,}`, "g");
+    if (kept.length > 0) runs = charRuns(kept);
   }
   let after: Set<string> | null = null;
   if (drop || metaspace) {
@@ -1462,7 +1574,18 @@ export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) =
     });
     if (chars.length > 0) after = new Set(chars);
   }
-  return { runs, after };
+  let vanish: RegExp | null = null;
+  if (shape.controls) {
+    // each alone: one that leaves nothing between letters, marks, at the text's ends, and before another one
+    const gone = controls().filter((c) => normalize(c) === "" && [...contexts, ["x", "\u0301"], ["\u0301", "x"], ["x", c]].every(([l, r]) => normalize(l + c + c + c + r) === normalize(l + c + r)));
+    if (gone.length > 0) vanish = charRuns(gone);
+  }
+  return { runs, after, vanish };
+}
+
+/** A global regex of runs of three or more of `chars` (BMP characters). */
+function charRuns(chars: readonly string[]): RegExp {
+  return new RegExp(`[${chars.map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]{3,}`, "g");
 }
 
 /** A text with every run of `runs` (WhitespaceRules.runs) shortened to its first and last character. */

@@ -43,6 +43,10 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   "byte-order marks": () => "\ufeff".repeat(LIMIT),
   "combining marks": () => "a" + "\u0301".repeat(LIMIT - 1),
   "controls and formats": () => letters(LIMIT, "\u0001\u200b\ufeff\u00ad\u0007", 10),
+  // characters that the SentencePiece family's windows admit per normaliser (prefix.ts joinerOf, whitespaceRules)
+  controls: () => "\u0001".repeat(LIMIT),
+  "emoji flags": () => "🇺🇸".repeat(LIMIT / 4),
+  "hangul jamo": () => "\u1100\u1161".repeat(LIMIT / 2),
 };
 
 /** An input and its truncation direction, or a pair: the input as the document after the query of another kind. */

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "tokenizers";
-import { cutPolicy, whitespaceRules } from "../../src/tokenize/prefix";
+import { cutPolicy, shortenSpaceRuns, whitespaceRules, type WhitespaceRules } from "../../src/tokenize/prefix";
 import { FIXTURES, SHARED_TOKENIZERS, describeLikeLibrary, expectLibraryIds, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 
@@ -70,17 +70,21 @@ function inputs(seed: number): Record<string, string> {
 
 describeLikeLibrary("long whitespace runs", NAMES, inputs);
 
+/** whitespaceRules of a tokenizer.json, from the library's own normaliser and pre-tokenizer; null when it has no shape. */
+function whitespaceRulesOf(json: string): WhitespaceRules | null {
+  const shape = cutPolicy(JSON.parse(json))?.whitespace ?? null;
+  if (!shape) return null;
+  const rust = Tokenizer.fromString(json);
+  const n = rust.getNormalizer();
+  const p = rust.getPreTokenizer();
+  return whitespaceRules(shape, (s) => (n === null ? s : n.normalizeString(s)), (s) => (p === null ? [s] : p.preTokenizeString(s).map(([x]) => x)));
+}
+const rules = whitespaceRulesOf;
+const runOf = (r: WhitespaceRules | null, ch: string) => r?.runs !== null && r?.runs !== undefined && new RegExp(`^(?:${r.runs.source})$`).test(ch.repeat(3));
+const CONTENT = { addSpecialTokens: false } as const;
+
 describe("what each pipeline's whitespace allows (whitespaceRules, read from the library's normaliser and pre-tokenizer)", () => {
-  const rules = (name: string) => {
-    const json = tokenizerText(name)!;
-    const shape = cutPolicy(JSON.parse(json))?.whitespace ?? null;
-    if (!shape) return null;
-    const rust = Tokenizer.fromString(json);
-    const n = rust.getNormalizer();
-    const p = rust.getPreTokenizer();
-    return whitespaceRules(shape, (s) => (n === null ? s : n.normalizeString(s)), (s) => (p === null ? [s] : p.preTokenizeString(s).map(([x]) => x)));
-  };
-  const runOf = (r: ReturnType<typeof rules>, ch: string) => r?.runs !== null && r?.runs !== undefined && new RegExp(`^(?:${r.runs.source})$`).test(ch.repeat(3));
+  const rules = (name: string) => whitespaceRulesOf(tokenizerText(name)!);
 
   test("byte-level BPE keeps every whitespace character: no rule (its runs are tokens)", () => {
     for (const name of ["models/roberta-cls", "models/qwen3-embed", "models/clap"]) expect([name, rules(name)]).toEqual([name, null]);
@@ -145,6 +149,39 @@ describe("added tokens that hold whitespace: runs are shortened where each holds
   }
 });
 
+// SentencePiece's Precompiled maps (t5-small, xlm-roberta): grapheme-cluster Control characters it maps to a space
+// (U+200B, U+FEFF) run like whitespace behind WhitespaceSplit; those it removes (C0 controls) are shortened whatever
+// the pre-tokenizer. Every shortening of fuzzed texts (runs among letters, marks, jamo, flags, spaces and added
+// tokens) against the library's ids of the text as it is.
+describe("runs of controls and format characters under Precompiled (shortened texts against the whole ones)", () => {
+  const CONTROL_PIECES = [
+    "\u200b", "\ufeff", "\u0001", "\u0007", "\u001f", "\u000b", "\u200b\u200b\u200b", "\u0001\u0002\u0003\u0004", "\ufeff\u200b\ufeff",
+    "\u0001".repeat(5), "\u200b".repeat(7), "\u00ad", "\u2060", "\u200d", "\u200c", "a", "b", "word", "\u0301", "a\u0301", "\u0308",
+    "\u1100", "\u1161", "🇺🇸", "🇺", "\u0600", " ", "  ", "\n", "\t", "</s>", "<extra_id_1>", "<s>", "▁",
+  ];
+  for (const name of ["shared/t5-small.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"]) {
+    test.skipIf(tokenizerText(name) === null)(name, async () => {
+      const json = tokenizerText(name)!;
+      const r = rules(json)!;
+      for (const ch of ["\u200b", "\ufeff"]) expect([ch, runOf(r, ch)]).toEqual([ch, true]);
+      for (const ch of ["\u0001", "\u0007", "\u001f", "\u000b"]) expect([ch, r.vanish !== null && new RegExp(`^(?:${r.vanish.source})$`).test(ch.repeat(3))]).toEqual([ch, true]);
+      // a zero-width joiner extends the cluster before it, a soft hyphen and U+2060 stay: none of these is shortened
+      for (const ch of ["\u200d", "\u00ad", "\u2060"]) expect([ch, runOf(r, ch) || (r.vanish !== null && new RegExp(`^(?:${r.vanish.source})$`).test(ch.repeat(3)))]).toEqual([ch, false]);
+      const rust = Tokenizer.fromString(json);
+      let shortened = 0;
+      for (let i = 0; i < 200; i++) {
+        const text = textOfPieces(CONTROL_PIECES, 9100 + i, 40 + ((i * 53) % 300));
+        const short = shortenSpaceRuns(shortenSpaceRuns(text, r.runs!), r.vanish!);
+        if (short === text) continue;
+        shortened++;
+        const [a, b] = await Promise.all([rust.encode(text, null, CONTENT), rust.encode(short, null, CONTENT)]);
+        expect([name, JSON.stringify(text), b.getIds()]).toEqual([name, JSON.stringify(text), a.getIds()]);
+      }
+      expect(shortened).toBeGreaterThan(150);
+    }, 120_000);
+  }
+});
+
 // At the limit: 1,000,000 characters of whitespace, timed in a fresh process against the library (at-limit.ts).
 const WHITESPACE_LIMIT: Record<string, string[]> = {
   "models/bert-mean-norm": ["spaces", "space, newline", "mixed whitespace", "spaces, then words"],
@@ -152,6 +189,7 @@ const WHITESPACE_LIMIT: Record<string, string[]> = {
   "models/gemma-embed": ["spaces", "space, newline", "mixed whitespace", "spaces, then words"],
   "models/clip": ["spaces", "mixed whitespace", "words, then spaces"],
   "models/colbert-pylate": ["spaces", "space, newline", "mixed whitespace", "words, then spaces"],
+  ...(existsSync(SHARED_TOKENIZERS) ? { "shared/t5-small.tokenizer.json": ["zero-width spaces", "byte-order marks", "controls"], "shared/xlm-roberta-unigram.tokenizer.json.gz": ["zero-width spaces", "byte-order marks", "controls"] } : {}),
 };
 describe("1,000,000 characters of whitespace (timed in a fresh process: at-limit.ts)", () => {
   for (const [name, kinds] of Object.entries(WHITESPACE_LIMIT)) {

@@ -1,0 +1,236 @@
+// Which characters may be in a window inside a long word, per pipeline (src/tokenize/prefix.ts joinerOf): Unigram
+// behind Metaspace / WhitespaceSplit with no normaliser (bge-m3's, xlmr-max's fixtures) or Unicode normal forms
+// (Gemma's, DeBERTa's: NFKC and ` {2,}`) lets zero-width spaces, BOMs, controls, regional indicators, line breaks
+// and tabs (Metaspace alone splits only at U+0020) into windows, and without a normaliser marks and jamo too.
+// Checked at the level of the cuts, against the library on the whole text: every window's common first tokens (ids
+// and offsets), every unknown-character cut and shortened tail, and the replica's path of whole words.
+import { describe, expect, test } from "bun:test";
+import { Tokenizer } from "tokenizers";
+import { Encoder } from "../../src/tokenize/encode";
+import { cutPolicy, unknownCut, unknownTail, wordPrefixWindow, type CharKind, type InWordPolicy, type PieceCount } from "../../src/tokenize/prefix";
+import { expectLibraryIds, textOfPieces, tokenizerText } from "../helpers";
+import { expectAtLimit, type LimitCase } from "./at-limit";
+
+const CONTENT = { addSpecialTokens: false } as const;
+
+/** Pieces of long words: the adversarial characters, letters, marks after letters, jamo, added tokens, rarely a space. */
+const PIECES = [
+  "\u200b", "\u200b\u200b", "\ufeff", "\u0001", "\u0007", "\u00ad", "\u2060", "\n", "\n\n", "\t", "\r\n", "\r",
+  "🇺🇸", "🇺", "\u{1F3FB}", "👍\u{1F3FB}", "\u1100\u1161", "\u1100", "\u1161", "\u11a8", "가", "a\u0301", "\u0301", "\u0308\u0301",
+  "a", "b", "x", "ab", "é", "ж", "日", "1", "!", "\u2581", "\u0600", "\u200d", "\u00a0", "\u3000", "</s>", " ",
+];
+
+/** The Encoder's private helpers that the cuts take (the same caches the Encoder uses). */
+interface Internals {
+  cuts: { inWord: InWordPolicy };
+  normalizeChar: (ch: string) => string;
+  pieces: PieceCount;
+  charKind: (cp: number) => CharKind;
+  unigramWord: (text: string, from: number, policy: InWordPolicy) => { start: number; end: number; path: { ids: Int32Array } } | null;
+}
+
+/** How many first tokens all encodings share (ids and offsets). */
+function common(encodings: Array<{ getIds(): number[]; getOffsets(): number[][] }>): number {
+  const ids = encodings.map((e) => e.getIds());
+  const offsets = encodings.map((e) => e.getOffsets());
+  let n = 0;
+  while (ids[0]![n] !== undefined && ids.every((x, j) => x[n] === ids[0]![n] && offsets[j]![n]![0] === offsets[0]![n]![0] && offsets[j]![n]![1] === offsets[0]![n]![1])) n++;
+  return n;
+}
+
+/**
+ * Every window (at every start), unknown cut and unknown tail in `texts`, and the replica on each text's words, against
+ * the library's encoding of the whole text. Returns how many of each were checked.
+ */
+async function checkWindows(name: string, texts: string[]): Promise<{ windows: number; tokens: number; cuts: number; tails: number; words: number }> {
+  return checkWindowsOf(name, tokenizerText(name)!, texts);
+}
+
+async function checkWindowsOf(name: string, json: string, texts: string[]): Promise<{ windows: number; tokens: number; cuts: number; tails: number; words: number }> {
+  const rust = Tokenizer.fromString(json);
+  const encoder = (await Encoder.create(JSON.parse(json), {}, 64)) as unknown as Internals;
+  const policy = encoder.cuts.inWord;
+  const n = { windows: 0, tokens: 0, cuts: 0, tails: 0, words: 0 };
+  for (const text of texts) {
+    const whole = await rust.encode(text, null, CONTENT);
+    const ids = whole.getIds();
+    const offsets = whole.getOffsets();
+    const seen = new Set<string>();
+    for (let from = 1; from < text.length; from++) {
+      const win = wordPrefixWindow(text, from, policy, encoder.normalizeChar, 64, encoder.pieces);
+      if (win && !seen.has(win.ends.join())) {
+        seen.add(win.ends.join());
+        const prefixes = await rust.encodeBatch(win.ends.map((e) => text.slice(0, e)), CONTENT);
+        let k = common(prefixes);
+        // a fused unknown token at the end may go on in the whole text (encode.ts wordPrefix drops it)
+        while (k > 0 && policy.unknownId !== null && prefixes[0]!.getIds()[k - 1] === policy.unknownId) k--;
+        const got = { ids: prefixes[0]!.getIds().slice(0, k), offsets: prefixes[0]!.getOffsets().slice(0, k) };
+        const label = [name, "window", JSON.stringify(text.slice(win.ends[0]! - 8, win.ends.at(-1)! + 8))];
+        expect([...label, got]).toEqual([...label, { ids: ids.slice(0, k), offsets: offsets.slice(0, k) }]);
+        n.windows++;
+        n.tokens += k;
+      }
+      const cut = unknownCut(text, from, text.length, policy, encoder.charKind);
+      if (cut > 0 && !seen.has(`cut ${cut}`)) {
+        seen.add(`cut ${cut}`);
+        const e = await rust.encode(text.slice(0, cut), null, CONTENT);
+        const got = e.getIds();
+        if (got.at(-1) === policy.unknownId) got.pop();
+        expect([name, "unknown cut", JSON.stringify(text.slice(cut - 8, cut + 8)), got]).toEqual([name, "unknown cut", JSON.stringify(text.slice(cut - 8, cut + 8)), ids.slice(0, got.length)]);
+        n.cuts++;
+      }
+    }
+    const tail = unknownTail(text, policy, encoder.charKind);
+    if (tail !== text) {
+      expect([name, "unknown tail", JSON.stringify(text.slice(-16)), (await rust.encode(tail, null, CONTENT)).getIds()]).toEqual([name, "unknown tail", JSON.stringify(text.slice(-16)), ids]);
+      n.tails++;
+    }
+    // the replica on the last word (from the last space), where it applies, against the library's tokens of it
+    if (policy.unigram) {
+      const word = encoder.unigramWord(text, text.length - 1, policy);
+      // (the word up to the text's end: a space after it is a piece of its own)
+      if (word && word.end === text.length) {
+        const mine = Array.from(word.path.ids);
+        expect([name, "replica", JSON.stringify(text.slice(word.start)), mine]).toEqual([name, "replica", JSON.stringify(text.slice(word.start)), ids.slice(ids.length - mine.length)]);
+        n.words++;
+      }
+    }
+  }
+  return n;
+}
+
+const texts = (seed: number, count: number, pieces: readonly string[] = PIECES) =>
+  Array.from({ length: count }, (_, i) => textOfPieces(pieces, seed * 1000 + i, 150 + ((i * 37) % 250)));
+
+/** Pieces without spaces: one long word, so that windows and the replica are taken often. */
+const WORD_PIECES = PIECES.filter((p) => p !== " ");
+
+describe("windows of pipelines whose normaliser joins fewer characters than grapheme clusters (ids and offsets, every window)", () => {
+  for (const name of ["models/bge-m3-baai", "models/gemma-embed", "models/deberta-rerank", "models/colpali"]) {
+    test(name, async () => {
+      const n = await checkWindows(name, [...texts(1, 24), ...texts(2, 24, WORD_PIECES)]);
+      expect(n.windows).toBeGreaterThan(15);
+      expect(n.tokens).toBeGreaterThan(1000);
+      expect(n.cuts).toBeGreaterThan(1000);
+      expect(n.tails).toBeGreaterThan(10);
+      expect(n.words).toBeGreaterThan(1);
+    }, 120_000);
+  }
+});
+
+describe("the joiners of each pipeline", () => {
+  const inWord = (name: string) => cutPolicy(JSON.parse(tokenizerText(name)!))!.inWord!;
+
+  test("no normaliser behind WhitespaceSplit: only whitespace to the library is kept out", () => {
+    const { joiner } = inWord("models/bge-m3-baai");
+    for (const ch of ["\u200b", "\ufeff", "\u0001", "\u0301", "\u1100", "\u{1F1FA}", "\u0600", "\u200d"]) expect([ch, joiner.test(ch)]).toEqual([ch, false]);
+    for (const ch of [" ", "\n", "\t", "\r", "\u0085", "\u00a0", "\u3000", "\u2028"]) expect([ch, joiner.test(ch)]).toEqual([ch, true]);
+  });
+
+  test("NFKC behind Metaspace alone: marks, jamo and U+0020 are kept out, line breaks and format characters are not", () => {
+    const { joiner } = inWord("models/gemma-embed");
+    for (const ch of ["\u200b", "\ufeff", "\u0001", "\n", "\t", "\r", "\u2028", "\u{1F1FA}", "\u{1F3FB}", "\u0600"]) expect([ch, joiner.test(ch)]).toEqual([ch, false]);
+    for (const ch of [" ", "\u0301", "\u1100", "\u1161", "\u11a8", "\uff9e", "\u0b3e", "\u{16d67}"]) expect([ch, joiner.test(ch)]).toEqual([ch, true]);
+  });
+
+  test("Precompiled (per grapheme cluster) and byte-level pipelines keep the blanket set", () => {
+    const t5 = inWord("shared/t5-small.tokenizer.json");
+    for (const ch of ["\u200b", "\u0001", "\u{1F1FA}", "\n"]) expect([ch, t5.joiner.test(ch)]).toEqual([ch, true]);
+  });
+
+  test("every character that the runtime's normal forms compose backwards or reorder is a normal-form joiner", () => {
+    const { joiner } = inWord("models/gemma-embed");
+    const missing: string[] = [];
+    for (let cp = 0; cp < 0x110000; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      const ch = String.fromCodePoint(cp);
+      const d = ch.normalize("NFD");
+      const parts = [...d];
+      // the second and later characters of a canonical composition compose with the one before them
+      if (parts.length >= 2 && ch.normalize("NFC") === ch) for (const x of parts.slice(1)) if (!joiner.test(x)) missing.push(x);
+      // a character whose normal form begins with a non-starter (reordered with U+0334, class 1, or U+0345, 240)
+      for (const form of ["NFC", "NFKC"] as const) {
+        const first = [...ch.normalize(form).normalize("NFD")][0];
+        if (first === undefined) continue;
+        const starter = (first + "\u0334").normalize("NFD") === first + "\u0334" && ("\u0345" + first).normalize("NFD") === "\u0345" + first;
+        if (!starter && !joiner.test(ch) && !joiner.test([...ch.normalize(form)][0]!)) missing.push(ch);
+      }
+    }
+    expect([...new Set(missing)].map((c) => c.codePointAt(0)!.toString(16))).toEqual([]);
+  }, 60_000);
+});
+
+/** Long words of the new window characters (40,000 characters), cut on both sides, against the library truncating. */
+const LONG: Record<string, string> = {
+  "zero-width": "\u200b".repeat(40_000),
+  BOMs: "\ufeff".repeat(40_000),
+  controls: "\u0001".repeat(40_000),
+  flags: "🇺🇸".repeat(10_000),
+  newlines: "\n".repeat(40_000),
+  tabs: "\t".repeat(40_001),
+  "words, then newlines": "hello world ".repeat(40) + "\n".repeat(40_000),
+  "letters and zero-width": textOfPieces(["a", "b", "\u200b", "x\u200b"], 5, 40_000),
+  "letters and line breaks": textOfPieces(["a", "b", "\n", "\r\n", "\t"], 6, 40_000),
+  "combining marks": "a" + "\u0301".repeat(39_999),
+  jamo: "\u1100\u1161".repeat(20_000),
+};
+
+describe("long words of these characters through the Encoder, identical to the library truncating the whole text", () => {
+  for (const name of ["models/bge-m3-baai", "models/gemma-embed"]) {
+    test(name, async () => {
+      const encoder = await expectLibraryIds(name, tokenizerText(name)!, 61, LONG);
+      expect(encoder.wordPathChecks.differ).toBe(0);
+    }, 120_000);
+  }
+});
+
+/**
+ * A small Unigram tokenizer.json behind NFKC and Metaspace alone whose pieces hold line breaks, tabs, zero-width
+ * spaces and flags (a run of one of them is a word whose best path shifts with its length: the replica, unigram.ts).
+ */
+function knownRunsJson(): string {
+  const vocab: Array<[string, number]> = [
+    ["<unk>", 0], ["\u2581", -1], ["a", -1.5], ["b", -2], ["\n", -1], ["\n\n", -2], ["\n\n\n", -3.5], ["\t", -1.2], ["\t\t", -2.4],
+    ["\u200b", -1], ["\u200b\u200b", -2], ["🇺", -1], ["🇸", -1], ["🇺🇸", -1.5], ["\u2581\n", -1.8], ["a\n", -2.2],
+  ];
+  return JSON.stringify({
+    version: "1.0", truncation: null, padding: null,
+    added_tokens: [{ id: 0, content: "<unk>", single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    normalizer: { type: "Sequence", normalizers: [{ type: "NFKC" }, { type: "Replace", pattern: { Regex: " {2,}" }, content: " " }] },
+    pre_tokenizer: { type: "Metaspace", replacement: "\u2581", prepend_scheme: "always", split: true },
+    post_processor: null, decoder: null,
+    model: { type: "Unigram", unk_id: 0, vocab, byte_fallback: false },
+  });
+}
+
+describe("runs of characters that are pieces (line breaks, tabs, zero-width spaces, flags) behind NFKC and Metaspace alone", () => {
+  test("the replica on such words, identical to the library truncating the whole text", async () => {
+    const inputs: Record<string, string> = {};
+    for (let d = 0; d < 3; d++) inputs[`newlines x ${30_000 + d}`] = "\n".repeat(30_000 + d);
+    inputs["tabs"] = "\t".repeat(30_001);
+    inputs["zero-width"] = "\u200b".repeat(30_002);
+    inputs["flags"] = "🇺🇸".repeat(10_000) + "🇺";
+    inputs["words, then newlines"] = "a b ".repeat(50) + "\n".repeat(30_000);
+    inputs["newlines, then words"] = "\n".repeat(30_000) + " a b".repeat(50);
+    inputs["letters and newlines"] = textOfPieces(["a", "b", "\n", "\n\n", "\t"], 9, 30_000);
+    const encoder = await expectLibraryIds("known runs", knownRunsJson(), 61, inputs);
+    expect(encoder.wordPathChecks.differ).toBe(0);
+    expect(encoder.wordPathChecks.same).toBeGreaterThan(8);
+  }, 120_000);
+
+  test("cut-level: every window, unknown cut and replica path against the whole text", async () => {
+    const json = knownRunsJson();
+    const pieces = ["a", "b", "\n", "\n\n", "\t", "\u200b", "🇺🇸", "🇺", "c", "\u0301", " "];
+    const n = await checkWindowsOf("known runs", json, Array.from({ length: 24 }, (_, i) => textOfPieces(pieces, 500 + i, 150 + ((i * 37) % 250))));
+    expect(n.windows).toBeGreaterThan(30);
+    expect(n.words).toBeGreaterThan(3);
+  }, 120_000);
+});
+
+// 1,000,000 characters: the kinds whole before (common.md's sweep), now cut
+const ADVERSARIAL = ["zero-width spaces", "byte-order marks", "controls", "emoji flags"];
+describe("1,000,000 characters of zero-width spaces, BOMs, controls, flags, line breaks (timed in a fresh process: at-limit.ts)", () => {
+  const both = (kinds: string[]) => kinds.flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[]);
+  test("bge-m3 (no normaliser): also marks and jamo", () => expectAtLimit("models/bge-m3-baai", both([...ADVERSARIAL, "combining marks", "hangul jamo"])), 600_000);
+  test("gemma-embed (NFKC, Metaspace alone): also runs of line breaks and tabs", () => expectAtLimit("models/gemma-embed", both([...ADVERSARIAL, "newlines", "tabs", "words, then newlines"])), 600_000);
+});
