@@ -597,6 +597,17 @@ const JOINER = /[\p{M}\p{Grapheme_Extend}\p{Regional_Indicator}\p{Emoji_Modifier
 const NORMAL_FORM_JOINER = "\\p{M}\\p{Grapheme_Extend}\\p{Cn}\\p{Cs}\\u0E33\\u0EB3\\u1100-\\u11FF\\uA960-\\uA97F\\uD7B0-\\uD7FF\\u{16D40}-\\u{16D7F}";
 
 /**
+ * JOINER without regional indicators (and with the Prepend characters), for SentencePiece's Precompiled map, which
+ * transforms a grapheme cluster shorter than 6 UTF-8 bytes whole and a longer one character by character. A regional
+ * indicator takes 4 bytes and every other character that a rule joins into a cluster with it (a Prepend before it,
+ * a mark, ZWJ or another indicator after it) at least 2, so each indicator is transformed alone, and the others of its
+ * cluster too; a window character that is not an indicator is never in a cluster with one (it is no Prepend, ZWJ,
+ * mark or indicator). So a prefix ending between two indicators of a pair has the whole text's normalised characters
+ * up to there, though its clusters end differently (the pair cut in two).
+ */
+const GRAPHEME_JOINER = new RegExp(`[\\p{M}\\p{Grapheme_Extend}\\p{Emoji_Modifier}\\p{C}\\p{Z}\\s\\u0E33\\u0EB3\\u1100-\\u11FF\\uA960-\\uA97F\\uD7B0-\\uD7FF${PREPEND.source.slice(1, -1)}]`, "u");
+
+/**
  * How a normaliser may join neighbouring characters: "none" (no normaliser, or steps that map each character alone or
  * touch only spaces or the text's ends: Lowercase, Replace of spaces, Strip, Prepend), "normal-forms" (Unicode
  * normal forms: NORMAL_FORM_JOINER), "graphemes" (Precompiled works per grapheme cluster, BertNormalizer: JOINER).
@@ -612,6 +623,9 @@ function normalizerUnits(n: Json): "none" | "normal-forms" | "graphemes" {
   return "graphemes";
 }
 
+/** A normaliser's steps: a Sequence's members, else the one. */
+const normalizerParts = (n: Json): Json[] => (n?.type === "Sequence" ? list(n.normalizers) : [n]);
+
 function hasStrip(n: Json): boolean {
   if (!n) return false;
   return n.type === "Sequence" ? list(n.normalizers).some(hasStrip) : n.type === "Strip";
@@ -626,7 +640,7 @@ function hasStrip(n: Json): boolean {
  */
 function joinerOf(normalizer: Json, pre: Json): RegExp {
   const units = normalizerUnits(normalizer);
-  if (units === "graphemes") return JOINER;
+  if (units === "graphemes") return precompiledFirst(normalizer) && normalizerParts(normalizer).every((n) => n?.type !== "BertNormalizer") ? GRAPHEME_JOINER : JOINER;
   const parts = preTokenizerParts(pre);
   // literal characters in the class (no "-", "]" or "\\" among them)
   const spaces = parts.some((p) => p?.type === "WhitespaceSplit") || hasStrip(normalizer) ? RUST_WHITESPACE : " ";
