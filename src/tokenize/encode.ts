@@ -299,6 +299,7 @@ export class Encoder {
         back *= 4;
         continue;
       }
+      if (!cheaperThanWhole(win.ends, text.length, text.length)) return null;
       const { ids, common } = await this.commonSuffixTokens(text, win.ends);
       if (common === 0) return null;
       if (common >= need) return { ids: Int32Array.from(ids.slice(ids.length - common)), words: null, tokens: "some" };
@@ -345,6 +346,7 @@ export class Encoder {
     for (let from = Math.max(64, need * 4); from < text.length; from *= 4) {
       const ends = spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar, this.pieces);
       if (!ends) continue;
+      if (!cheaperThanWhole(ends, 0, text.length)) return null;
       const encodings = await this.tokenizer.encodeBatch(ends.map((e) => text.slice(0, e)), CONTENT_ONLY);
       const common = commonFirstTokens(encodings.map((e) => e.getIds()), encodings.map((e) => e.getOffsets()));
       if (common >= need) {
@@ -365,6 +367,7 @@ export class Encoder {
     for (let back = Math.max(64, need * 4); back < text.length; back *= 4) {
       const starts = spaceRunWindow(text, text.length - back, "left", cuts, this.isSpace, this.normalizeChar, this.pieces);
       if (!starts) continue;
+      if (!cheaperThanWhole(starts, text.length, text.length)) return null;
       const { ids, common } = await this.commonSuffixTokens(text, starts);
       if (common >= need) return { ids: Int32Array.from(ids.slice(ids.length - common)), words: null, tokens: "some" };
       // suffixes that agree on nothing (a periodic run, whose last tokens shift with the start), or a next window
@@ -498,6 +501,8 @@ export class Encoder {
         from *= 4;
         continue;
       }
+      // a window so far in that its prefixes hold more characters than the text: the text whole costs less
+      if (!cheaperThanWhole(win.ends, 0, text.length)) return null;
       const { ids, offsets, words: wordIds } = await this.prefixTokens(win.ends.map((end) => text.slice(0, end)), policy);
       let common = commonFirstTokens(ids, offsets);
       // Prefixes that agree on no token (a run of one letter, whose path shifts with its length) are given up at once.
@@ -1101,6 +1106,20 @@ function isRun(text: string, from: number, end: number): boolean {
 const RUN_LEAD_CHARS = 256;
 /** Length of the run runPeriod looks for its window in. */
 const RUN_PERIOD_CHARS = 4096;
+
+/**
+ * Whether tokenizing the parts of a text that end (from = 0) or start (from = the text's length) at `at` costs less
+ * than tokenizing the text whole (`length` characters): their characters together are fewer, or fewer than
+ * WINDOW_CHARS_FREE (a few seconds at the library's slowest known rate, and no more than a text of that size costs
+ * whole). A window found far into a long text whose words have few window characters (Thai with its vowel signs,
+ * where the library takes 10 s a million characters) would otherwise tokenize several prefixes of most of the text.
+ */
+function cheaperThanWhole(at: readonly number[], from: number, length: number): boolean {
+  let chars = 0;
+  for (const e of at) chars += Math.abs(e - from);
+  return chars < Math.max(length, WINDOW_CHARS_FREE);
+}
+const WINDOW_CHARS_FREE = 1 << 18;
 
 /**
  * How many first tokens every encoding of a window's prefixes shares (same id, same offsets): those of the whole

@@ -1,0 +1,44 @@
+// What a long text costs the Encoder in the library's time: the characters of every text it hands the library
+// (prefixes, suffixes, windows and the whole text) are counted. Where no cut is found early, windows far into the
+// text are given up before they cost more than tokenizing it whole (encode.ts cheaperThanWhole): Thai with its vowel
+// signs and tone marks has few window characters, and the library takes about 10 s per million characters of it.
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { Encoder } from "../../src/tokenize/encode";
+import { SHARED_TOKENIZERS, textOfPieces, tokenizerText } from "../helpers";
+
+const THAI = [..."กขคงจฉชซดตถทนบปผพฟมยรลวสหอ", "\u0e31", "\u0e34", "\u0e35", "\u0e48", "\u0e49", "\u0e38", "\u0e33"];
+const NAMES = [...(existsSync(SHARED_TOKENIZERS) ? ["shared/roberta-base.tokenizer.json"] : []), "models/clap"];
+
+type Batch = (texts: string[], options?: unknown) => Promise<unknown>;
+type One = (text: string, pair?: unknown, options?: unknown) => Promise<unknown>;
+/** Counts the characters an Encoder's tokenizers are handed (private members, wrapped). */
+function counted(encoder: Encoder): { chars: number } {
+  const count = { chars: 0 };
+  const inner = encoder as unknown as Record<string, { encode: One; encodeBatch: Batch }>;
+  for (const key of ["tokenizer", "prefixTokenizer"]) {
+    const t = inner[key];
+    if (!t) continue;
+    const [one, batch] = [t.encode.bind(t), t.encodeBatch.bind(t)];
+    t.encode = (text, pair, options) => ((count.chars += text.length), one(text, pair, options));
+    t.encodeBatch = (texts, options) => ((count.chars += texts.reduce((s, x) => s + x.length, 0)), batch(texts, options));
+  }
+  return count;
+}
+
+describe("a long text without cut points costs at most about the whole text twice", () => {
+  for (const name of NAMES) {
+    test(name, async () => {
+      const encoder = await Encoder.create(JSON.parse(tokenizerText(name)!), {}, 512);
+      const count = counted(encoder);
+      for (const [seed, n] of [[3, 200_000]] as const) {
+        const text = textOfPieces(THAI, seed, n);
+        for (const direction of ["right", "left"] as const) {
+          count.chars = 0;
+          await encoder.encode(text, { direction });
+          expect([name, n, direction, count.chars <= 2 * text.length]).toEqual([name, n, direction, true]);
+        }
+      }
+    }, 120_000);
+  }
+});
