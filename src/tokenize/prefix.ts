@@ -604,8 +604,16 @@ const NORMAL_FORM_JOINER = "\\p{M}\\p{Grapheme_Extend}\\p{Cn}\\p{Cs}\\u0E33\\u0E
  * cluster too; a window character that is not an indicator is never in a cluster with one (it is no Prepend, ZWJ,
  * mark or indicator). So a prefix ending between two indicators of a pair has the whole text's normalised characters
  * up to there, though its clusters end differently (the pair cut in two).
+ * Hangul jamo and syllables (3 bytes each) join one another into clusters (L, V, T sequences), so a cluster of two
+ * or more of them is transformed character by character; one alone is one character. A cluster holding one of them
+ * with a character that is not Hangul (a Prepend before it, a mark after it: 5 bytes) is transformed whole, but
+ * neither is a window character, and a window's cut has a window character two places before it too (its reach is
+ * at least 1: wordPrefixWindow), so the prefix's last cluster is one window character, or two or more Hangul
+ * characters of the window (a Prepend before the window would join the whole run, those two included), and the whole
+ * text's cluster there holds it and more: both transformed character by character. unknownCut asks the same of the
+ * character before an unknown one; unknownTail keeps two characters of its run, whose cluster is one of them or both.
  */
-const GRAPHEME_JOINER = new RegExp(`[\\p{M}\\p{Grapheme_Extend}\\p{Emoji_Modifier}\\p{C}\\p{Z}\\s\\u0E33\\u0EB3\\u1100-\\u11FF\\uA960-\\uA97F\\uD7B0-\\uD7FF${PREPEND.source.slice(1, -1)}]`, "u");
+const GRAPHEME_JOINER = new RegExp(`[\\p{M}\\p{Grapheme_Extend}\\p{Emoji_Modifier}\\p{C}\\p{Z}\\s\\u0E33\\u0EB3${PREPEND.source.slice(1, -1)}]`, "u");
 
 /**
  * How a normaliser may join neighbouring characters: "none" (no normaliser, or steps that map each character alone or
@@ -766,7 +774,9 @@ export function unknownCut(text: string, from: number, to: number, policy: InWor
   for (let i = Math.max(1, from); i < Math.min(to, text.length - 1); ) {
     const cp = text.codePointAt(i)!;
     const next = i + (cp > 0xffff ? 2 : 1);
-    if (kind(cp) === "unknown" && next < text.length && kind(text.codePointAt(next)!) !== "none") return next;
+    // under Precompiled the character before it is a window character too (GRAPHEME_JOINER: Hangul clusters)
+    const before = policy.joiner !== GRAPHEME_JOINER || i === 0 || kind(codePointBefore(text, i).codePointAt(0)!) !== "none";
+    if (kind(cp) === "unknown" && next < text.length && kind(text.codePointAt(next)!) !== "none" && before) return next;
     i = next;
   }
   return -1;
@@ -795,7 +805,8 @@ export interface PrefixWindow {
  */
 export function wordPrefixWindow(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, maxWidth = 64, pieces?: PieceCount): PrefixWindow | null {
   const added = policy.added.filter((t) => t.length > 0);
-  const reach = added.reduce((m, t) => Math.max(m, [...t].length), 0);
+  // under Precompiled a cut has a window character two places before it too (GRAPHEME_JOINER: Hangul clusters)
+  const reach = added.reduce((m, t) => Math.max(m, [...t].length), policy.joiner === GRAPHEME_JOINER ? 1 : 0);
   let c = Math.max(from, 2 * reach + 1);
   if (c < text.length && text.charCodeAt(c) >= 0xdc00 && text.charCodeAt(c) <= 0xdfff) c++;
   let w = 8;

@@ -126,14 +126,16 @@ describe("windows of pipelines whose normaliser joins fewer characters than grap
 const FLAG_PIECES = [
   "🇺🇸", "🇺", "🇸", "🇫🇷", "🇺🇸🇺🇸", "a", "b", "x", "ab", "é", "ж", "日", "1", "!", "\u0301", "a\u0301", "🇺\u0301", "\u0600", "\u0600🇺",
   "\u200b", "\u200d", "🇺\u200d", " ", "</s>", "\u1100\u1161", "👍\u{1F3FB}", "\u{1F3FB}", "\u00ad",
+  "\u1100", "\u1161", "\u11a8", "가", "각", "\u0600\u1100", "\u1100\u0301", "\u0d4e\u1161", "\u3131", "\u1100\u1161\u11a8", "\uac00\u11a8",
 ];
 const SHARED_FLAGS = ["shared/t5-small.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"];
-describe("windows with regional indicators under Precompiled (ids and offsets, every window)", () => {
+describe("windows with regional indicators and Hangul jamo under Precompiled (ids and offsets, every window)", () => {
   for (const name of SHARED_FLAGS) {
     test.skipIf(tokenizerText(name) === null)(name, async () => {
       // mostly window characters (t5's added tokens are up to 13 characters long: a window needs 2 x 13 + 17 in a row)
       const flagWords = ["🇺🇸", "🇺", "🇸", "🇫🇷", "🇺🇸🇺🇸", "a", "b", "x", "ж", "日", "1", "!", "ab", "🇺🇸🇺🇸🇺🇸", "\u0301", "\u0600🇺", "🇺\u200d", " "];
-      const n = await checkWindows(name, [...texts(3, 24, FLAG_PIECES), ...texts(4, 24, flagWords)]);
+      const jamoWords = ["\u1100\u1161", "\u1100", "\u1161", "\u11a8", "가", "각", "a", "ж", "🇺", "\u0600\u1100", "\u1100\u0301", "\u0d4e\u1161", "\u3131", "\u1100\u1161".repeat(6)];
+      const n = await checkWindows(name, [...texts(3, 24, FLAG_PIECES), ...texts(4, 24, flagWords), ...texts(5, 24, jamoWords)]);
       expect(n.windows).toBeGreaterThan(15);
       expect(n.words).toBeGreaterThan(3);
     }, 120_000);
@@ -155,10 +157,10 @@ describe("the joiners of each pipeline", () => {
     for (const ch of [" ", "\u0301", "\u1100", "\u1161", "\u11a8", "\uff9e", "\u0b3e", "\u{16d67}"]) expect([ch, joiner.test(ch)]).toEqual([ch, true]);
   });
 
-  test.skipIf(tokenizerText("shared/t5-small.tokenizer.json") === null)("Precompiled (per grapheme cluster) keeps the blanket set but for regional indicators", () => {
+  test.skipIf(tokenizerText("shared/t5-small.tokenizer.json") === null)("Precompiled (per grapheme cluster) keeps the blanket set but for regional indicators and Hangul jamo", () => {
     const t5 = inWord("shared/t5-small.tokenizer.json");
-    for (const ch of ["\u200b", "\u0001", "\n", "\u0301", "\u0600", "\u{1F3FB}", "\u1100", "\u200d"]) expect([ch, t5.joiner.test(ch)]).toEqual([ch, true]);
-    expect(t5.joiner.test("\u{1F1FA}")).toBe(false);
+    for (const ch of ["\u200b", "\u0001", "\n", "\u0301", "\u0600", "\u{1F3FB}", "\u200d"]) expect([ch, t5.joiner.test(ch)]).toEqual([ch, true]);
+    for (const ch of ["\u{1F1FA}", "\u1100", "\u1161", "\u11a8"]) expect([ch, t5.joiner.test(ch)]).toEqual([ch, false]);
   });
 
   test("every character that the runtime's normal forms compose backwards or reorder is a normal-form joiner", () => {
@@ -255,6 +257,6 @@ const ADVERSARIAL = ["zero-width spaces", "byte-order marks", "controls", "emoji
 describe("1,000,000 characters of zero-width spaces, BOMs, controls, flags, line breaks (timed in a fresh process: at-limit.ts)", () => {
   const both = (kinds: string[]) => kinds.flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[]);
   test("bge-m3 (no normaliser): also marks and jamo", () => expectAtLimit("models/bge-m3-baai", both([...ADVERSARIAL, "combining marks", "hangul jamo"])), 600_000);
-  for (const name of SHARED_FLAGS) test.skipIf(tokenizerText(name) === null)(`${name}: flags`, () => expectAtLimit(name, both(["emoji flags"])), 600_000);
+  for (const name of SHARED_FLAGS) test.skipIf(tokenizerText(name) === null)(`${name}: flags, jamo`, () => expectAtLimit(name, both(["emoji flags", "hangul jamo"])), 600_000);
   test("gemma-embed (NFKC, Metaspace alone): also runs of line breaks and tabs", () => expectAtLimit("models/gemma-embed", both([...ADVERSARIAL, "newlines", "tabs", "words, then newlines"])), 600_000);
 });
