@@ -391,85 +391,95 @@ export class Encoder {
   private spaceChars: Uint8Array | null = null;
 
   /**
-   * The last `need` or more content ids of a text whose long word around `from` is one ASCII character repeated to
-   * the word's end (byte-level BPE, InWordPolicy.suffixes; the word followed by the text's end or a cut), or null.
+   * The last `need` or more content ids of a text whose long word around `from` is one unit repeated to the word's
+   * end (runUnit: one character, or a few characters without whitespace, e.g. a flag's two regional indicators;
+   * byte-level BPE, InWordPolicy.suffixes; the word followed by the text's end or a cut), or null.
    * A boundary of a BPE word's tokens splits it: the tokens left of it are the left part's alone and those right of
    * it the right part's alone (no merge crosses it, and each side's merges run in the same order alone). The run's
-   * period (runPeriod) gives T(c^n) = [t0] + T(c^(n - q)) for every n >= n1, so T(c^n) ends with T(c^r) for every r
-   * = n - k q >= n1 - q. The word's tokens (from the cut before it, whose few characters before the run may join
-   * its first symbols) have a boundary b inside the run: the end of the tokens that all prefixes ending in a window
-   * of the run begin with (wordPrefixWindow); the run's part after b is c^L tokenized alone, which ends with T(c^r)
-   * for r = L - k q: the text from there to its end is tokenized, r chosen so that it holds `need` tokens.
+   * period (runPeriod) gives T(u^n) = [t0] + T(u^(n - q)) for every n >= n1 units, so T(u^n) ends with T(u^r) for
+   * every r = n - k q >= n1 - q. The word's tokens (from the cut before it, whose few characters before the run may
+   * join its first symbols) have a boundary b inside the run: the end of the tokens that all prefixes ending in a
+   * window of the run begin with (wordPrefixWindow), taken only where it lies between two units (byte-level tokens
+   * may end inside a character: the next token must begin where the last common one ends, and b a whole number of
+   * units into the run); the run's part after b is u^L tokenized alone, which ends with T(u^r) for r = L - k q: the
+   * text from there to its end is tokenized, r chosen so that it holds `need` tokens.
    * A run of one whitespace character (newlines) is one pre-token whose windows and suffixes SpaceRunPolicy gives.
    */
   private async runSuffix(text: string, from: number, need: number, cuts: CutPolicy, policy: InWordPolicy): Promise<Content | null> {
-    const ch = text[from];
-    if (!policy.suffixes || policy.ignoreMerges || ch === undefined || ch.charCodeAt(0) >= 0x80) return null;
-    if (this.isSpace(ch.charCodeAt(0)) && !cuts.spaceRuns?.suffixes) return null;
-    let start = from;
-    while (start > 0 && text[start - 1] === ch) start--;
-    let end = from;
-    while (end < text.length && text[end] === ch) end++;
+    if (!policy.suffixes || policy.ignoreMerges) return null;
+    const found = runUnit(text, from);
+    if (!found) return null;
+    const { unit, start, end } = found;
+    const space = this.isSpace(unit.charCodeAt(0));
+    if (space && (unit.length > 1 || !cuts.spaceRuns?.suffixes)) return null;
     if (end < text.length && cutAtOrBefore(text, end, cuts, this.normalizeChar) !== end) return null;
     // the cut before the word: the characters between it and the run are tokenized with the run's first part
     const before = start === 0 ? 0 : Math.max(0, cutAtOrBefore(text, start, cuts, this.normalizeChar));
     if (start - before > RUN_LEAD_CHARS) return null;
-    const period = await this.runPeriod(ch, policy, cuts);
+    const period = await this.runPeriod(unit, policy, cuts);
     if (!period) return null;
     // a whitespace window a few characters in: prefixes ending at the run's first positions share no token
-    const ends = this.runWindow(text, this.isSpace(ch.charCodeAt(0)) ? start + 16 : start, policy, cuts);
+    const ends = this.runWindow(text, space ? start + 16 : start, policy, cuts);
     if (!ends || ends[0]! <= start || ends[ends.length - 1]! >= end) return null;
     const lead = await this.prefixTokens(ends.map((e) => text.slice(before, e)), policy);
     const common = commonFirstTokens(lead.ids, lead.offsets);
     if (common === 0) return null;
-    // code points to UTF-16: the lead may hold astral characters, the run none
-    const boundary = codePointIndex(text, before, lead.offsets[0]![common - 1]![1]!);
-    if (boundary < start || boundary >= end) return null;
+    const o = lead.offsets[0]!;
+    // the common tokens end between two characters (the next token begins there)
+    if (common < o.length && o[common]![0] !== o[common - 1]![1]) return null;
+    // code points to UTF-16: the lead may hold astral characters
+    const boundary = codePointIndex(text, before, o[common - 1]![1]!);
+    if (boundary < start || boundary >= end || (boundary - start) % unit.length !== 0) return null;
     const { token, q, n1 } = period;
-    const length = end - boundary;
+    const length = (end - boundary) / unit.length;
     const rest = length < n1 ? length : length - q * Math.ceil((length - n1 + 1) / q);
     const repeats = Math.min((length - rest) / q, need);
-    const run = rest + repeats * q;
+    const run = (rest + repeats * q) * unit.length;
     const encoding = await this.tokenizer.encode(text.slice(end - run), null, CONTENT_ONLY);
     const ids = encoding.getIds();
     if (ids.length < need) return null;
-    // T(c^run) begins with `repeats` times the period's token (a check of the argument, not a part of it)
+    // T(u^run) begins with `repeats` times the period's token (a check of the argument, not a part of it)
     if (!this.sameIds(ids, 0, new Int32Array(repeats).fill(token), 0, repeats)) return null;
     return { ids: Int32Array.from(ids), words: null, tokens: "some" };
   }
 
   /**
-   * The period of a run of one ASCII character under byte-level BPE: the first token `token` (q characters) of the
-   * prefixes that end in a window of the run (wordPrefixWindow), which every run of n >= n1 characters (n1: the
-   * window's last end) begins with, so that T(c^n) = [token] + T(c^(n - q)). Checked on the runs of n1 .. n1 + q - 1
-   * characters (a disagreement, e.g. merges the argument does not model, gives null: the text is tokenized as
-   * before). Cached per character.
+   * The period of a run of one unit u (runUnit) under byte-level BPE: the first token `token` (q units) of the
+   * prefixes that end in a window of the run (wordPrefixWindow), which every run of n >= n1 units (n1: the window's
+   * last end, rounded up to a unit) begins with, so that T(u^n) = [token] + T(u^(n - q)). The token must end where
+   * the next one begins (not inside a character's bytes) and after a whole number of units; checked on the runs of
+   * n1 .. n1 + q - 1 units (a disagreement, e.g. merges the argument does not model, gives null: the text is
+   * tokenized as before). Cached per unit.
    */
-  private async runPeriod(ch: string, policy: InWordPolicy, cuts: CutPolicy): Promise<RunPeriod | null> {
-    const cached = this.runPeriods.get(ch);
+  private async runPeriod(unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<RunPeriod | null> {
+    const cached = this.runPeriods.get(unit);
     if (cached !== undefined) return cached;
     let period: RunPeriod | null = null;
-    const run = ch.repeat(RUN_PERIOD_CHARS);
+    const units = Math.ceil(RUN_PERIOD_CHARS / unit.length);
+    const run = unit.repeat(units);
     const ends = this.runWindow(run, 64, policy, cuts);
+    const unitPoints = codePoints(unit);
     if (ends) {
       const { ids, offsets } = await this.prefixTokens(ends.map((e) => run.slice(0, e)), policy);
-      if (commonFirstTokens(ids, offsets) > 0) {
+      const first = offsets[0]![0];
+      const next = offsets[0]![1];
+      if (commonFirstTokens(ids, offsets) > 0 && first && (next === undefined || next[0] === first[1]) && first[0] === 0 && first[1]! % unitPoints === 0) {
         const token = ids[0]![0]!;
-        const q = offsets[0]![0]![1]!;
-        const n1 = ends[ends.length - 1]!;
+        const q = first[1]! / unitPoints;
+        const n1 = Math.ceil(ends[ends.length - 1]! / unit.length);
         const sizes = Array.from({ length: q }, (_, r) => n1 + r);
         const [longer, shorter] = await Promise.all([
-          this.tokenizer.encodeBatch(sizes.map((n) => run.slice(0, n)), CONTENT_ONLY),
-          this.tokenizer.encodeBatch(sizes.map((n) => run.slice(0, n - q)), CONTENT_ONLY),
+          this.tokenizer.encodeBatch(sizes.map((n) => unit.repeat(n)), CONTENT_ONLY),
+          this.tokenizer.encodeBatch(sizes.map((n) => unit.repeat(n - q)), CONTENT_ONLY),
         ]);
         const holds = longer.every((e, r) => {
           const [a, b] = [e.getIds(), shorter[r]!.getIds()];
           return this.sameIds(a, 1, b, 0, b.length, a[0] === token && a.length === b.length + 1);
         });
-        if (holds && q > 0 && n1 + q <= run.length) period = { token, q, n1 };
+        if (holds && q > 0 && n1 + q <= units) period = { token, q, n1 };
       }
     }
-    this.runPeriods.set(ch, period);
+    this.runPeriods.set(unit, period);
     return period;
   }
   private readonly runPeriods = new Map<string, RunPeriod | null>();
@@ -480,7 +490,7 @@ export class Encoder {
    */
   private runWindow(text: string, from: number, policy: InWordPolicy, cuts: CutPolicy): number[] | null {
     if (this.isSpace(text.charCodeAt(from))) return spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar, this.pieces);
-    return wordPrefixWindow(text, from, policy, this.normalizeChar)?.ends ?? null;
+    return wordPrefixWindow(text, from, policy, this.normalizeChar, undefined, this.pieces)?.ends ?? null;
   }
 
   /**
@@ -1100,6 +1110,31 @@ function isRun(text: string, from: number, end: number): boolean {
   const c = text.charCodeAt(from);
   for (let i = from + 1; i < end; i++) if (text.charCodeAt(i) !== c) return false;
   return true;
+}
+
+/** Longest unit (in code points) runUnit looks for. */
+const RUN_UNIT_POINTS = 4;
+
+/**
+ * The run around `from` of one unit repeated: the shortest string u of 1..RUN_UNIT_POINTS code points starting at
+ * `from` that the text repeats at least 8 times from there, and the run [start, end) of whole copies of u around
+ * `from` (start: copies before it, back to where one no longer fits); null where there is none.
+ */
+function runUnit(text: string, from: number): { unit: string; start: number; end: number } | null {
+  let len = 0;
+  for (let k = 0; k < RUN_UNIT_POINTS && from + len < text.length; k++) {
+    len += text.codePointAt(from + len)! > 0xffff ? 2 : 1;
+    const unit = text.slice(from, from + len);
+    let copies = 1;
+    while (copies < 8 && text.startsWith(unit, from + copies * len)) copies++;
+    if (copies < 8) continue;
+    let start = from;
+    while (start >= len && text.startsWith(unit, start - len)) start -= len;
+    let end = from + copies * len;
+    while (text.startsWith(unit, end)) end += len;
+    return { unit, start, end };
+  }
+  return null;
 }
 
 /** Characters between the cut before a word and its run of one character that runSuffix tokenizes with the run. */

@@ -149,16 +149,21 @@ export interface SpacedAdded {
  *   end-of-word suffix (CLIP's </w>, put on the word's last symbol only) the part left of a boundary of the whole
  *   word is what the same model without the suffix gives for the prefix ending there: prefixes go through that model.
  * The whole word has a boundary among any W + 1 consecutive positions when no vocabulary token holds W + 1
- * consecutive characters of the window's character set (byte-level BPE: W - 1, since a token may begin and end
- * inside a character's bytes). So the tokens that the prefixes ending at the W positions of a window all begin with
+ * consecutive characters of the window's character set. Byte-level BPE with characters of several bytes: a token
+ * may begin and end inside a character's bytes, so every character boundary could lie inside some token. Where no
+ * vocabulary token begins inside one of the set's characters and goes on past its end (midCharCrosser), the token
+ * over the window's first position begins at a character boundary, so it holds at least j whole characters where it
+ * covers j positions, and where it ends inside a character the tokens after it end inside that character or at its
+ * end: a boundary among W positions when no token holds W - 1 whole characters (the window is 2 wider). So the tokens that the prefixes ending at the W positions of a window all begin with
  * (same ids and offsets) are the whole text's first tokens (wordPrefixWindow), however long the word. Windows hold
  * only characters that are their own unit for the normaliser and pre-tokenizer: each maps alone to one character of
  * its own class (letter, number, other) that no neighbour can join (`joiner`: what may join depends on the
- * normaliser, joinerOf; by default no marks, Hangul jamo, Prepend or other grapheme-extending characters, regional
- * indicators, emoji modifiers, controls, spaces), one class throughout for regex pre-tokenizers (which split between
- * classes); never-unknown symbols for BPE (byte-level: every byte is in the vocabulary); and no added token lies
- * inside a window's reach (each has a character outside the window's set). So the normalised text of a prefix ending
- * in a window is the whole text's normalised text up to there, and its pre-tokens the whole text's, the last one cut.
+ * normaliser and pre-tokenizer, joinerOf for Unigram, windowJoiner for byte-level BPE; by default no marks, Hangul
+ * jamo, Prepend or other grapheme-extending characters, regional indicators, emoji modifiers, controls, spaces), one
+ * class throughout for regex pre-tokenizers (which split between classes); never-unknown symbols for BPE
+ * (byte-level: every byte is in the vocabulary); and no added token lies inside a window's reach (each has a
+ * character outside the window's set). So the normalised text of a prefix ending in a window is the whole text's
+ * normalised text up to there, and its pre-tokens the whole text's, the last one cut.
  */
 export interface InWordPolicy {
   model: "bpe-bytes" | "bpe-chars" | "unigram";
@@ -168,6 +173,23 @@ export interface InWordPolicy {
   tokenText: () => string;
   /** Added token contents (none may be spelled with the window's characters only). */
   added: readonly string[];
+  /**
+   * Characters that may not be window characters under this pipeline's normaliser and pre-tokenizer: JOINER (and
+   * Prepend characters neither), or for Unigram behind Metaspace / WhitespaceSplit the pipeline's own set (joinerOf),
+   * for byte-level BPE behind a regex pre-tokenizer only the characters that NFC (where it runs) joins to a neighbour
+   * and those the regex may count as whitespace (windowJoiner).
+   */
+  joiner: RegExp;
+  /**
+   * Byte-level BPE with windowJoiner's set (not JOINER): a window's characters must be of their JavaScript class to the
+   * library's own regex too (libraryClass), so windows are only found with the pre-tokenizer's count (`pieces`).
+   */
+  byteWindows: boolean;
+  /**
+   * Byte-level BPE: the vocabulary's tokens as Latin-1 strings (one character per byte), each after U+0100, for
+   * midCharCrosser (built on first use); null for other models.
+   */
+  tokenBytes: (() => ByteTokens) | null;
   /** Single-character tokens: characters that are never unknown to the model. */
   singles: ReadonlySet<string>;
   /** Unigram without byte fallback: window characters may be unknown (the unknown id, dropped at a prefix's end). */
@@ -195,11 +217,6 @@ export interface InWordPolicy {
    * long word (unigram.ts, encode.ts unigramPrefix / unigramSuffix), else null.
    */
   unigram: { vocab: UnigramVocab; marker: WordMarker } | null;
-  /**
-   * Characters that may not be in a window (JOINER, or for Unigram behind Metaspace / WhitespaceSplit the
-   * pipeline's own set: joinerOf); with JOINER, Prepend characters neither.
-   */
-  joiner: RegExp;
 }
 
 /**
@@ -359,7 +376,10 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     if (endOfWordSuffix && (kind !== "bpe-bytes" || (typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== ""))) return null;
   } else return null;
   let tokenText: string | null = null;
+  let tokenBytes: ByteTokens | null = null;
   const byteLevel = kind === "bpe-bytes";
+  const joiner = byteLevel ? windowJoiner(tj.normalizer as Json, pre) : kind === "unigram" && onlyMetaspace(pre) ? joinerOf(tj.normalizer as Json, pre) : JOINER;
+  const suffix = endOfWordSuffix ? String(model.end_of_word_suffix) : "";
   // the replica reads a word from the space before it to the one after it: an added token with whitespace could
   // take those spaces (no check for that there)
   const marker = kind === "unigram" && onlyMetaspace(pre) && !spaced ? wordMarker(pre) : null;
@@ -374,6 +394,11 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
       return tokenText;
     },
     added,
+    joiner,
+    byteWindows: byteLevel && joiner !== JOINER,
+    tokenBytes: byteLevel
+      ? () => (tokenBytes ??= byteTokens(vocab, suffix))
+      : null,
     singles: new Set(vocab.filter((t) => t.length <= 2 && [...t].length === 1)),
     unknownId,
     oneClass: kind !== "unigram" || !onlyMetaspace(pre),
@@ -382,7 +407,6 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     everyByte: kind === "bpe-bytes" && allBytes(vocab),
     ignoreMerges: model.ignore_merges === true,
     suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
-    joiner: kind === "unigram" && onlyMetaspace(pre) ? joinerOf(tj.normalizer as Json, pre) : JOINER,
     unigram: marker ? { vocab: { pieces: vocab, scores: Float64Array.from(model.vocab as unknown[], (e) => Number((e as unknown[])[1])), unknownId: Number.isInteger(model.unk_id) ? (model.unk_id as number) : null, byteFallback: model.byte_fallback === true }, marker } : null,
   };
 }
@@ -654,6 +678,38 @@ function joinerOf(normalizer: Json, pre: Json): RegExp {
   const spaces = parts.some((p) => p?.type === "WhitespaceSplit") || hasStrip(normalizer) ? RUST_WHITESPACE : " ";
   return new RegExp(`[${spaces}${units === "normal-forms" ? NORMAL_FORM_JOINER : ""}\\p{Cs}]`, "u");
 }
+/**
+ * Byte-level BPE behind a regex pre-tokenizer and no normaliser (GPT-2's, RoBERTa's): whitespace to the library
+ * (RUST_WHITESPACE, \p{Z}) and code points without a character (unassigned, surrogates, private use: the library's
+ * Unicode tables may know them as something else). Nothing joins characters here: ByteLevel maps each byte alone and
+ * the regex decides its pieces by class (letter, number, other, whitespace), which libraryClass checks per window
+ * character with the library itself (U+200B, U+180E, U+FEFF are whitespace to some tables or to JavaScript's \s).
+ * So marks, controls and format characters, regional indicators and Hangul jamo may be window characters.
+ */
+const BYTE_JOINER = new RegExp(`[${RUST_WHITESPACE}\\p{Z}\\p{Cn}\\p{Cs}\\p{Co}]`, "u");
+/**
+ * BYTE_JOINER behind NFC (Qwen2 / Qwen3; CLIP's NFC, whitespace Replace and Lowercase): also every character NFC may
+ * join to a neighbour (NORMAL_FORM_JOINER: non-starters, second characters of compositions, jamo; checked against
+ * normalize() on every code point in test/tokenize/joiners.test.ts). A window character is then a starter that
+ * composes with nothing before it and, since the next one is one too, with nothing after it: NFC of a text is NFC of
+ * its parts on each side of a window position. Whitespace Replace and Lowercase work per character (Lowercase has no
+ * final-sigma rule in the library).
+ */
+const NFC_JOINER = new RegExp(`[${RUST_WHITESPACE}\\p{Z}\\p{Co}${NORMAL_FORM_JOINER}]`, "u");
+
+/**
+ * The characters that may not be window characters for a byte-level BPE pipeline (InWordPolicy.joiner): BYTE_JOINER
+ * with no normaliser, NFC_JOINER behind NFC, Lowercase and Replace of whitespace by a space, where the pre-tokenizer
+ * is a regex that splits between classes (regexSplitsOnly); JOINER for any other.
+ */
+function windowJoiner(normalizer: Json, pre: Json): RegExp {
+  if (!regexSplitsOnly(pre)) return JOINER;
+  const parts = !normalizer ? [] : normalizer.type === "Sequence" ? list(normalizer.normalizers) : [normalizer];
+  const whitespaceReplace = (n: Json) => n?.type === "Replace" && normalizerLocal(n);
+  if (!parts.every((n) => n?.type === "NFC" || n?.type === "Lowercase" || whitespaceReplace(n))) return JOINER;
+  return parts.some((n) => n?.type === "NFC") ? NFC_JOINER : BYTE_JOINER;
+}
+
 const LETTER = /\p{L}/u;
 const NUMBER = /\p{N}/u;
 
@@ -844,10 +900,12 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     }
     // added tokens are matched in the raw or the normalised text
     if (added.some((t) => [...t].every((ch) => seen.has(ch)))) return null;
-    if (policy.oneClass && pieces && !oneRegexClass(chars, pieces)) return null;
+    if (policy.oneClass && pieces && !oneRegexClass(chars, pieces, policy.byteWindows)) return null;
+    if (policy.byteWindows && !pieces) return null;
     let nonAscii = false;
     for (const ch of chars) if (ch.charCodeAt(0) >= 0x80) nonAscii = true;
-    // byte-level BPE: a token spanning w boundaries may hold only w - 1 whole characters
+    // byte-level BPE: tokens may begin and end inside a character's bytes (midCharCrosser)
+    if (policy.model === "bpe-bytes" && nonAscii && midCharCrosser(policy.tokenBytes!(), chars)) return null;
     const extra = policy.model === "bpe-bytes" && nonAscii ? 2 : 0;
     const run = longestRunFrom(policy, chars, w - extra + 1);
     if (run === 0) return { ends: ends.slice(0, w) };
@@ -869,10 +927,66 @@ export type PieceCount = (text: string) => number;
  * order (a letter and a punctuation mark pass one order at most: "!a" is one piece, "a!" two), so a run of them is
  * one pre-token.
  */
-function oneRegexClass(chars: ReadonlySet<string>, pieces: PieceCount): boolean {
+function oneRegexClass(chars: ReadonlySet<string>, pieces: PieceCount, byClass = false): boolean {
   const [first] = chars;
-  for (const c of chars) if (pieces(first + c) !== 1 || pieces(c + first) !== 1) return false;
+  for (const c of chars) if (pieces(first + c) !== 1 || pieces(c + first) !== 1 || (byClass && !libraryClass(c, pieces))) return false;
   return true;
+}
+
+/** A character of each class: every accepted regex keeps two letters, two others (and GPT-2 two numbers) together. */
+const CLASS_SAMPLE = { L: "a", N: "1", O: "!" } as const;
+
+/**
+ * Whether the library's regex counts a (normalised) character in its JavaScript class (classOf): it makes one piece
+ * with a sample of that class on either side. A letter so is no other or number ("a!", "a1" are two pieces in every
+ * accepted regex), an other no letter or whitespace ("a!" two; "\u200b!" would be two if U+200B were whitespace:
+ * `\s+(?!\S)` stops before "!"), a number (GPT-2's ` ?\p{N}+` only: numberRuns) no letter or other.
+ */
+function libraryClass(c: string, pieces: PieceCount): boolean {
+  const sample = CLASS_SAMPLE[classOf(c)];
+  return pieces(sample + c) === 1 && pieces(c + sample) === 1;
+}
+
+/**
+ * Whether a byte-level vocabulary (InWordPolicy.tokenBytes) holds a token that could begin inside a character of
+ * `chars` and go on past that character's end: one spelled as a proper suffix of a character's UTF-8 bytes, any
+ * number of whole characters, and a non-empty prefix of a character's bytes (characters of `chars`). Without such
+ * tokens every token of a text of these characters that crosses a character boundary begins at one, and one that
+ * begins inside a character ends inside it or at its end (InWordPolicy, SpaceRunPolicy use this).
+ */
+export function midCharCrosser(tokens: ByteTokens, chars: Iterable<string>): boolean {
+  const encoded = new Set<string>();
+  for (const ch of chars) encoded.add([...UTF8.encode(ch)].map((b) => `\\x${b.toString(16).padStart(2, "0")}`).join(""));
+  const key = [...encoded].sort().join("|");
+  let found = tokens.crossers.get(key);
+  if (found === undefined) {
+    // each byte is 4 characters of `key` (\xHH)
+    const suffixes = new Set<string>();
+    const prefixes = new Set<string>();
+    for (const e of encoded) {
+      for (let k = 4; k < e.length; k += 4) suffixes.add(e.slice(k));
+      for (let k = 4; k <= e.length; k += 4) prefixes.add(e.slice(0, k));
+    }
+    found = suffixes.size > 0 && new RegExp(`\\u0100(?:${[...suffixes].join("|")})(?:${[...encoded].join("|")})*(?:${[...prefixes].join("|")})(?=\\u0100|$)`).test(tokens.text);
+    if (tokens.crossers.size > 4096) tokens.crossers.clear();
+    tokens.crossers.set(key, found);
+  }
+  return found;
+}
+
+/** A byte-level vocabulary's tokens for midCharCrosser: each after U+0100, one character per byte; its answers. */
+export interface ByteTokens {
+  text: string;
+  crossers: Map<string, boolean>;
+}
+
+/** ByteTokens of a byte-level vocabulary (`suffix`: an end-of-word suffix, left out). */
+function byteTokens(vocab: readonly string[], suffix: string): ByteTokens {
+  const text = vocab.map((t) => {
+    const bytes = byteLevelBytes(suffix && t.endsWith(suffix) ? t.slice(0, -suffix.length) : t);
+    return bytes ? "\u0100" + String.fromCharCode(...bytes) : "";
+  }).join("");
+  return { text, crossers: new Map() };
 }
 
 /**
@@ -884,8 +998,9 @@ function oneRegexClass(chars: ReadonlySet<string>, pieces: PieceCount): boolean 
 export function windowRunChars(chars: ReadonlySet<string>, policy: InWordPolicy, pieces?: PieceCount): boolean {
   if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => chars.has(ch)))) return false;
   if (!policy.oneClass) return true;
+  if (policy.byteWindows && !pieces) return false;
   const classes = new Set([...chars].map(classOf));
-  return classes.size === 1 && (!pieces || oneRegexClass(chars, pieces));
+  return classes.size === 1 && (!pieces || oneRegexClass(chars, pieces, policy.byteWindows));
 }
 
 /**
@@ -1150,7 +1265,11 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
  * vocabulary token equals a stretch of the run's bytes that starts before v and ends after it, v is a boundary of
  * P's tokens (forced). Otherwise, with `reach` the furthest end of such a stretch, the token that holds the byte
  * before v ends at v or by `reach`; where the characters from v to there are single bytes, that end is a character
- * position, so P's tokens have a boundary among v .. p (p = reach): a window, as in InWordPolicy. BPE's tokens on
+ * position, so P's tokens have a boundary among v .. p (p = reach): a window, as in InWordPolicy. With characters of
+ * several bytes (U+00A0, U+3000) that token may end inside one; where no vocabulary token begins inside one of the
+ * run's characters and goes on past its end (midCharCrosser), the token over v begins at a character boundary and the
+ * tokens after one that ends inside a character end inside it or at its end, so P's tokens have a boundary among the
+ * character positions from v to the first at or after `reach`: the window. BPE's tokens on
  * each side of a boundary of P are that side's alone (no merge crosses it, and each side's merges run in the same
  * order alone), so the prefix (suffix) ending (starting) at the boundary has exactly the whole text's tokens before
  * (after) it, and the tokens that the prefixes (suffixes) of every window position begin (end) with, by id and
@@ -1178,6 +1297,8 @@ interface SpaceRunVocab {
   tokens: ReadonlySet<string>;
   longest: number;
   longestAscii: number;
+  /** The tokens' bytes for midCharCrosser (built on first use). */
+  bytes: () => ByteTokens;
 }
 
 /** GPT-2's regex, and the Llama 3 / Qwen ones with `\s*[\r\n]+` (SAFE_SPLIT_REGEXES). */
@@ -1233,7 +1354,8 @@ function spaceRunPolicy(tj: Record<string, unknown>, model: Record<string, unkno
           if (t.length > longest) longest = t.length;
           if (t.length > longestAscii && ascii.test(t)) longestAscii = t.length;
         }
-        built = { tokens: new Set(vocab), longest, longestAscii };
+        let bytes: ByteTokens | null = null;
+        built = { tokens: new Set(vocab), longest, longestAscii, bytes: () => (bytes ??= byteTokens(vocab, "")) };
       }
       return built;
     },
@@ -1376,11 +1498,20 @@ function spaceBoundaryWindow(text: string, v: number, run: SpaceRun, vocab: Spac
     for (let b = Math.max(reach, at) + 1; b <= Math.min(region.length, a + longest); b++) if (vocab.tokens.has(region.slice(a, b))) reach = b;
   }
   if (reach === at) return [v];
-  // several positions: single-byte characters, so that a token's end between them is a character position
-  const width = reach - at + 1;
-  if (width > maxWidth) return null;
-  for (let i = v; i < v + width - 1; i++) if (text.charCodeAt(i) >= 0x80) return null;
-  return Array.from({ length: width }, (_, i) => v + i);
+  // several positions: v and every character position up to the first at or after `reach`
+  const ends = [v];
+  let nonAscii = false;
+  for (let i = v, bytes = at; bytes < reach; ) {
+    const c = text.charCodeAt(i++);
+    // run characters are whitespace, all in the BMP
+    bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+    if (c >= 0x80) nonAscii = true;
+    ends.push(i);
+    if (ends.length > maxWidth) return null;
+  }
+  // tokens that begin inside a character and go on past it would let every boundary lie inside characters
+  if (nonAscii && midCharCrosser(vocab.bytes(), text.slice(Math.max(run.start, v - longest), Math.min(run.end, v + longest + maxWidth)))) return null;
+  return ends;
 }
 
 /**

@@ -47,6 +47,10 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   controls: () => "\u0001".repeat(LIMIT),
   "emoji flags": () => "🇺🇸".repeat(LIMIT / 4),
   "hangul jamo": () => "\u1100\u1161".repeat(LIMIT / 2),
+  // whitespace to the library's regex, two bytes in UTF-8 (prefix.ts, SpaceRunPolicy, midCharCrosser)
+  nbsp: () => "\u00a0".repeat(LIMIT),
+  // format characters, controls, flags and punctuation mixed: byte-level windows of several characters (windowJoiner)
+  "format, controls, flags mixed": () => letters(LIMIT, "\u200b\ufeff\u0001🇺🇸!\u2060", 10),
 };
 
 /** An input and its truncation direction, or a pair: the input as the document after the query of another kind. */
