@@ -784,10 +784,13 @@ function codePointBefore(text: string, i: number): string {
 
 /**
  * Whether a character is its own unit for a per-character normaliser: it maps alone (to `n`) to one character, and
- * neither is a joiner (marks, controls, whitespace, ...) or a Prepend character that a neighbour could join.
+ * neither is a joiner (marks, controls, whitespace, ...) or a Prepend character that a neighbour could join; with
+ * `joiner`, a pipeline's own narrower set (InWordPolicy.joiner) decides instead.
  */
-function ownUnit(ch: string, n: string): boolean {
-  return [...n].length === 1 && !JOINER.test(ch) && !PREPEND.test(ch) && !JOINER.test(n) && !PREPEND.test(n);
+function ownUnit(ch: string, n: string, joiner: RegExp = JOINER): boolean {
+  if ([...n].length !== 1 || joiner.test(ch) || joiner.test(n)) return false;
+  // a narrower set (InWordPolicy.joiner) names all its pipeline joins, Prepend characters too where it forms clusters
+  return joiner !== JOINER || (!PREPEND.test(ch) && !PREPEND.test(n));
 }
 
 /** The code point of `text` at UTF-16 index i (a surrogate pair whole), or "" past the end. */
@@ -1034,7 +1037,7 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
     }
   }
   if (policy.classCuts && normalize) {
-    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces);
+    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces, classJoiner(policy));
     if (at >= 0) cut = at;
   }
   if (policy.punctuation && normalize && pieces) {
@@ -1099,6 +1102,14 @@ const CLASS_CHANGE = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s])/gu;
 /** CLASS_CHANGE without a number followed by a number, where the pre-tokenizer keeps numbers together (a long run of digits then costs no call per digit). */
 const CLASS_CHANGE_NOT_DIGITS = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s\p{N}])/gu;
 
+/**
+ * The characters that may not stand on either side of a class cut: the pipeline's window joiners
+ * (InWordPolicy.joiner: for byte-level BPE behind a regex with no normaliser, only whitespace and code points
+ * without a character, so a letter followed by a combining mark or a zero-width space is a cut where the regex
+ * splits them), else JOINER.
+ */
+const classJoiner = (policy: CutPolicy): RegExp => policy.inWord?.joiner ?? JOINER;
+
 /** Whether the pre-tokenizer puts two numbers in different pieces (Qwen's `\p{N}`), so that a cut between them is possible. */
 const numbersApart = (pieces?: PieceCount): boolean => pieces !== undefined && pieces("12") >= 2;
 
@@ -1107,24 +1118,26 @@ const numbersApart = (pieces?: PieceCount): boolean => pieces !== undefined && p
  * for the normaliser (each maps alone to one character of its own class that joins no neighbour), and no added
  * token holds them (so no added token match spans the cut).
  */
-function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces?: PieceCount): number {
+function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp): number {
   const changes = numbersApart(pieces) ? CLASS_CHANGE : CLASS_CHANGE_NOT_DIGITS;
   changes.lastIndex = Math.max(1, from - 1);
   for (let m = changes.exec(text); m && m.index < before; m = changes.exec(text)) {
     const q = m.index + m[0].length;
-    if (q >= from && classCutAt(text, q, added, normalize, pieces)) return q < before ? q : -1;
+    if (q >= from && classCutAt(text, q, added, normalize, pieces, joiner)) return q < before ? q : -1;
   }
   return -1;
 }
 
 /**
  * Whether q is a class cut (classCut): the characters around it are of different classes (or both numbers, which
- * only the pre-tokenizer's count can accept) and their own units; with `pieces`, the pre-tokenizer splits the two
+ * only the pre-tokenizer's count can accept) and their own units (ownUnit under the pipeline's `joiner`: each maps
+ * alone to one character that no neighbour joins, so the normalised text is the normalised parts on each side of
+ * q); with `pieces`, the pre-tokenizer splits the two
  * (normalised) characters apart. That is enough for the accepted regexes: a letter's pre-token goes on only into
  * letters (or after an apostrophe's contraction, which is one piece alone), a number's only into numbers, other
  * characters' only into others, letters after them, or line breaks, and each of these is one piece alone.
  */
-function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces?: PieceCount): boolean {
+function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp): boolean {
   const a = codePointBefore(text, q);
   const b = codePointAt(text, q);
   if (b === "" || WHITESPACE.test(b)) return false;
@@ -1132,7 +1145,7 @@ function classCutAt(text: string, q: number, added: readonly string[], normalize
   if (ca === "O" || (classOf(b) === ca && !(ca === "N" && pieces))) return false;
   const na = normalize(a);
   const nb = normalize(b);
-  const own = (ch: string, n: string) => ownUnit(ch, n) && classOf(ch) === classOf(n);
+  const own = (ch: string, n: string) => ownUnit(ch, n, joiner) && classOf(ch) === classOf(n);
   return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
 }
 
@@ -1214,6 +1227,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
     }
   }
   const classes = policy.classCuts && policy.leftClassCuts && normalize ? policy.classCuts : null;
+  const joiner = classJoiner(policy);
   const punctuation = policy.punctuation && normalize && pieces ? policy.punctuation : null;
   const digits = numbersApart(pieces);
   if (!policy.ideographs && !classes && !punctuation) return cut;
@@ -1227,7 +1241,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
       const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;
       const ca = classCode(prev);
       const cb = classCode(text.codePointAt(q)!);
-      if ((ca === 1 || ca === 2) && cb !== 4 && (cb !== ca || (ca === 2 && digits)) && classCutAt(text, q, classes, normalize!, pieces)) return q;
+      if ((ca === 1 || ca === 2) && cb !== 4 && (cb !== ca || (ca === 2 && digits)) && classCutAt(text, q, classes, normalize!, pieces, joiner)) return q;
     }
   }
   return cut;

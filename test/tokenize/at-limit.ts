@@ -43,6 +43,9 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   "byte-order marks": () => "\ufeff".repeat(LIMIT),
   "combining marks": () => "a" + "\u0301".repeat(LIMIT - 1),
   "controls and formats": () => letters(LIMIT, "\u0001\u200b\ufeff\u00ad\u0007", 10),
+  // words of letters and marks without spaces (where the library itself takes up to 10 s a million characters)
+  "Thai with marks": () => letters(LIMIT, "กขคงจฉชซดตถทนบปผพฟมยรลวสหอ\u0e31\u0e34\u0e35\u0e48\u0e49\u0e38", 11),
+  "Devanagari without spaces": () => letters(LIMIT, "कखगमरन\u093e\u093f\u0940\u094d\u0902", 12),
   // characters that the SentencePiece family's windows admit per normaliser (prefix.ts joinerOf, whitespaceRules)
   controls: () => "\u0001".repeat(LIMIT),
   "emoji flags": () => "🇺🇸".repeat(LIMIT / 4),

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { Encoder } from "../../src/tokenize/encode";
 import { SHARED_TOKENIZERS, textOfPieces, tokenizerText } from "../helpers";
+import { expectAtLimit, type LimitCase } from "./at-limit";
 
 const THAI = [..."กขคงจฉชซดตถทนบปผพฟมยรลวสหอ", "\u0e31", "\u0e34", "\u0e35", "\u0e48", "\u0e49", "\u0e38", "\u0e33"];
 const NAMES = [...(existsSync(SHARED_TOKENIZERS) ? ["shared/roberta-base.tokenizer.json"] : []), "models/clap"];
@@ -26,10 +27,11 @@ function counted(encoder: Encoder): { chars: number } {
   return count;
 }
 
-describe("a long text without cut points costs at most about the whole text twice", () => {
+describe("a long text without cut points costs at most about the whole text twice (byte-level BPE behind NFC)", () => {
   for (const name of NAMES) {
     test(name, async () => {
-      const encoder = await Encoder.create(JSON.parse(tokenizerText(name)!), {}, 512);
+      // behind NFC, where marks join the letter before them: no class cut before a mark (prefix.ts classJoiner)
+      const encoder = await Encoder.create({ ...JSON.parse(tokenizerText(name)!), normalizer: { type: "NFC" } }, {}, 512);
       const count = counted(encoder);
       for (const [seed, n] of [[3, 200_000]] as const) {
         const text = textOfPieces(THAI, seed, n);
@@ -41,4 +43,10 @@ describe("a long text without cut points costs at most about the whole text twic
       }
     }, 120_000);
   }
+});
+
+// At the limit: words of letters and marks without spaces on byte-level BPE without a normaliser, where a letter
+// before a mark is a class cut (prefix.ts classJoiner); timed in a fresh process against the library (at-limit.ts).
+describe("1,000,000 characters of letters and marks without spaces (timed in a fresh process: at-limit.ts)", () => {
+  test("models/clap", () => expectAtLimit("models/clap", ["Thai with marks", "Devanagari without spaces"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
 });
