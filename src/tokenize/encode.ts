@@ -182,7 +182,7 @@ export class Encoder {
         if (vanish) text = shortenSpaceRuns(text, vanish);
       }
       if (this.cuts?.wordPieceMaxChars && text.length > WHOLE_CHARS) {
-        text = this.anyScriptWords ? shortenWordRuns(text, this.cuts.wordPieceMaxChars, this.isWordChar) : shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
+        text = this.anyScriptWords ? shortenWordRuns(text, this.cuts.wordPieceMaxChars, this.isWordChar, this.inWordRun) : shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
       }
       if (this.cuts?.inWord && text.length > WHOLE_CHARS) text = unknownTail(text, this.cuts.inWord, this.charKind);
       if (this.cuts && text.length > WHOLE_CHARS) {
@@ -689,11 +689,17 @@ export class Encoder {
   };
   private droppedChars: Uint8Array | null = null;
 
-  /** WordPiece runs of any script may be shortened: the pipeline is BERT's and every added token has a splitting character. */
+  /**
+   * WordPiece runs of any script may be shortened: the pipeline is BERT's and every added token has a splitting
+   * character (neither a word character nor one that a run goes on through: inWordRun).
+   */
   private get anyScriptWords(): boolean {
     const added = this.cuts?.anyScriptWords;
-    return !!added && added.every((c) => [...c].some((ch) => !this.isWordChar(ch.codePointAt(0)!)));
+    return !!added && added.every((c) => [...c].some((ch) => !this.isWordChar(ch.codePointAt(0)!) && !this.inWordRun(ch.codePointAt(0)!)));
   }
+
+  /** Whether a run of word characters goes on through a code point (shortenWordRuns): the normaliser drops it (isDropped). */
+  private readonly inWordRun = (cp: number): boolean => this.cuts?.dropped != null && this.isDropped(cp) !== 0;
 
   /** What a code point is to the unknown-character cuts (prefix.ts, charKind; cached by code point). */
   private readonly charKind = (cp: number): CharKind => {
@@ -785,6 +791,7 @@ export class Encoder {
       const contents = await this.contents(texts, room + 1, false, options.direction ?? "right");
       return contents.map((c) => this.single(c, options.direction ?? "right"));
     }
+    if (firsts.length !== texts.length) throw new Error(`a pair batch needs one first text per text: ${firsts.length} firsts, ${texts.length} texts`);
     const t = this.template.pair;
     const budget = this.maxLength - t.prefix.length - t.middle.length - t.suffix.length;
     // Which side gets the odd token of a halved budget depends on the lengths the library compares, which are not

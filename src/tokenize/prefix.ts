@@ -1548,47 +1548,59 @@ export function bertWordChar(ch: string, normalize: () => string): boolean {
 
 /**
  * WordPiece behind BertPreTokenizer: shortens every run of more than 2 * (max_input_chars_per_word + 1) word
- * characters (`isWordChar`, bertWordChar) to that many code points, keeping both ends. Such a run lies inside one
- * word of more than max_input_chars_per_word characters whatever its length, and that word is one [UNK]; added
- * tokens (each with a character outside such runs, none longer than what is kept) still find the same characters
- * at both ends of a run.
+ * characters (`isWordChar`, bertWordChar) to that many, keeping both ends. Such a run lies inside one word of more
+ * than max_input_chars_per_word characters whatever its length, and that word is one [UNK]; added tokens (each with a
+ * character outside such runs, none longer than what is kept) still find the same characters at both ends of a run.
+ * With `isDropped` (CutPolicy.dropped: characters the normaliser removes wherever they stand, checked with the
+ * library), a run goes on through dropped characters, which neither end it nor count: the normalised text has the
+ * word characters on their two sides next to each other, in one word (BertPreTokenizer splits only at whitespace and
+ * punctuation, and nothing of a dropped character is left). The run's first and last max_input_chars_per_word + 1
+ * word characters are kept with the dropped characters among them, so the shortened word still has more than
+ * max_input_chars_per_word characters (each word character normalises to at least one, which no neighbour removes:
+ * NFD's reordering moves marks only inside the word, never past a starter such as whitespace or punctuation), and
+ * the characters on the run's two sides are unchanged. Thai, Devanagari and emoji written without spaces, whose
+ * nonspacing marks, ZWJ and variation selectors BERT drops, are such runs.
  */
-export function shortenWordRuns(text: string, maxChars: number, isWordChar: (codePoint: number) => boolean): string {
+export function shortenWordRuns(text: string, maxChars: number, isWordChar: (codePoint: number) => boolean, isDropped: (codePoint: number) => boolean = () => false): string {
   const keep = maxChars + 1;
   const parts: string[] = [];
   let copied = 0;
   let runStart = 0;
   let runChars = 0;
+  const width = (i: number) => (text.codePointAt(i)! > 0xffff ? 2 : 1);
   const close = (end: number) => {
     if (runChars > 2 * keep) {
+      // past the first `keep` word characters (and the dropped ones among them), back before the last `keep`
       let a = runStart;
-      for (let k = 0; k < keep; k++) a += text.codePointAt(a)! > 0xffff ? 2 : 1;
+      for (let k = 0; k < keep; a += width(a)) if (isWordChar(text.codePointAt(a)!)) k++;
       let b = end;
-      for (let k = 0; k < keep; k++) b -= b >= 2 && text.charCodeAt(b - 1) >= 0xdc00 && text.charCodeAt(b - 1) <= 0xdfff ? 2 : 1;
+      for (let k = 0; k < keep; ) {
+        b -= b >= 2 && text.charCodeAt(b - 1) >= 0xdc00 && text.charCodeAt(b - 1) <= 0xdfff ? 2 : 1;
+        if (isWordChar(text.codePointAt(b)!)) k++;
+      }
       parts.push(text.slice(copied, a));
       copied = b;
     }
     runChars = 0;
   };
+  // the end of the run's last word character (dropped characters after it are not the run's)
+  let lastEnd = 0;
   for (let i = 0; i < text.length; ) {
     const cp = text.codePointAt(i)!;
+    const w = cp > 0xffff ? 2 : 1;
     if (isWordChar(cp)) {
       if (runChars === 0) runStart = i;
       runChars++;
-    } else close(i);
-    i += cp > 0xffff ? 2 : 1;
+      lastEnd = i + w;
+    } else if (runChars === 0 || !isDropped(cp)) close(lastEnd);
+    i += w;
   }
-  close(text.length);
+  close(lastEnd);
   if (parts.length === 0) return text;
   parts.push(text.slice(copied));
   return parts.join("");
 }
 
-/**
- * WordPiece only: shortens every run of ASCII letters and digits longer than 2 * (max_input_chars_per_word + 1) to
- * that length. Such a run lies inside one word of more than max_input_chars_per_word characters whatever its
- * length (ASCII letters and digits are one character each through every normaliser), which becomes one [UNK].
- */
 export function shortenAsciiRuns(text: string, maxChars: number): string {
   // Both ends are kept, so an added token that touches a run (it has another character, so it cannot lie inside
   // one) still finds the same characters there.
@@ -1767,6 +1779,9 @@ export function shortenSpaceRuns(text: string, runs: RegExp): string {
 /** Characters that BERT's cleaning drops before anything else sees them (with U+FFFD): controls and formats. */
 const CONTROL = /^[\p{C}\uFFFD]$/u;
 
+/** Two characters in a row that a normaliser may drop (shortenDroppedRuns' shortcut). */
+const MAYBE_DROPPED_RUN = /[\p{C}\p{M}\uFFFD]{2}/u;
+
 /** What a character is to shortenDroppedRuns: 0 kept by the normaliser, 1 a dropped control or format, 2 another dropped character. */
 export type Dropped = 0 | 1 | 2;
 
@@ -1796,6 +1811,9 @@ export function droppedKind(ch: string, dropped: boolean): Dropped {
  * Offsets index the shortened text, as shortenSpaceRuns' do.
  */
 export function shortenDroppedRuns(text: string, kind: (codePoint: number) => Dropped): string {
+  // A shortcut only (the text unshortened gives the same tokens): dropped characters are controls, formats, U+FFFD
+  // and marks, and a text without two of them in a row has no run to shorten.
+  if (!MAYBE_DROPPED_RUN.test(text)) return text;
   const parts: string[] = [];
   let copied = 0;
   const n = text.length;

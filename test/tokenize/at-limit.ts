@@ -12,6 +12,19 @@ export const LIMIT = 1_000_000;
 export const EMOJI = "😀🎉🚀🔥💡🌍🍕🐱";
 export const MIXED = "abcxyzéжд日本語😀🎉1234!?.-";
 
+/** Sequences drawn from `list` by a seeded generator, as many as fit in n UTF-16 units. */
+function sequences(n: number, list: readonly string[], seed: number): string {
+  const out: string[] = [];
+  let x = seed;
+  for (let len = 0; ; ) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    const s = list[x % list.length]!;
+    if (len + s.length > n) return out.join("");
+    out.push(s);
+    len += s.length;
+  }
+}
+
 /** The inputs by name. */
 export const LIMIT_INPUTS: Record<string, () => string> = {
   "one letter": () => "a".repeat(LIMIT),
@@ -46,6 +59,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   // words of letters and marks without spaces (where the library itself takes up to 10 s a million characters)
   "Thai with marks": () => letters(LIMIT, "กขคงจฉชซดตถทนบปผพฟมยรลวสหอ\u0e31\u0e34\u0e35\u0e48\u0e49\u0e38", 11),
   "Devanagari without spaces": () => letters(LIMIT, "कखगमरन\u093e\u093f\u0940\u094d\u0902", 12),
+  // emoji joined by ZWJ, with skin tones and variation selectors (BERT drops the joiners and selectors)
+  "emoji ZWJ sequences": () => sequences(LIMIT, ["👨\u200d👩\u200d👧", "👍🏽", "🏳\ufe0f\u200d🌈", "❤\ufe0f"], 13),
   // characters that the SentencePiece family's windows admit per normaliser (prefix.ts joinerOf, whitespaceRules)
   controls: () => "\u0001".repeat(LIMIT),
   "emoji flags": () => "🇺🇸".repeat(LIMIT / 4),

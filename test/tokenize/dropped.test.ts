@@ -6,26 +6,15 @@ import { describe, expect, test } from "bun:test";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../../src/tokenize/encode";
 import { cutPolicy, shortenDroppedRuns, type Dropped } from "../../src/tokenize/prefix";
-import { SHARED_TOKENIZERS, describeLikeLibrary, textOfPieces, tokenizerText } from "../helpers";
+import { SHARED_TOKENIZERS, bertVariant, describeLikeLibrary, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 import { existsSync } from "node:fs";
 
-/** bert-mean-norm's tokenizer with another normaliser or more added tokens. */
-function variant(normalizer: unknown, added: Array<{ content: string; normalized: boolean }> = []): string {
-  const tj = JSON.parse(tokenizerText("models/bert-mean-norm")!);
-  if (normalizer !== undefined) tj.normalizer = normalizer;
-  const next = Math.max(...Object.values(tj.model.vocab as Record<string, number>)) + 1;
-  for (const [k, t] of added.entries()) {
-    tj.added_tokens.push({ id: next + k, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: t.normalized, special: false });
-  }
-  return JSON.stringify(tj);
-}
-
 const VARIANTS: Record<string, () => string> = {
-  "NFD, StripAccents, Lowercase": () => variant({ type: "Sequence", normalizers: [{ type: "NFD" }, { type: "StripAccents" }, { type: "Lowercase" }] }),
-  "BertNormalizer, accents stripped, cased": () => variant({ type: "BertNormalizer", clean_text: true, handle_chinese_chars: true, strip_accents: true, lowercase: false }),
+  "NFD, StripAccents, Lowercase": () => bertVariant({ type: "Sequence", normalizers: [{ type: "NFD" }, { type: "StripAccents" }, { type: "Lowercase" }] }),
+  "BertNormalizer, accents stripped, cased": () => bertVariant({ type: "BertNormalizer", clean_text: true, handle_chinese_chars: true, strip_accents: true, lowercase: false }),
   // an added token spelled with dropped characters, matched in the raw text: they may not be shortened
-  "raw added token of zero-width spaces": () => variant(undefined, [{ content: "\u200b\u200b", normalized: false }, { content: "x\u00ady", normalized: false }]),
+  "raw added token of zero-width spaces": () => bertVariant(undefined, [{ content: "\u200b\u200b", normalized: false }, { content: "x\u00ady", normalized: false }]),
 };
 
 const SHARED = existsSync(SHARED_TOKENIZERS) ? ["shared/bert-base-uncased.tokenizer.json"] : [];
@@ -110,10 +99,10 @@ describe("shortenDroppedRuns", () => {
 
   test("which tokenizers drop characters (CutPolicy.dropped): per-character normalisers that clean or strip", () => {
     expect(cutPolicy(JSON.parse(tokenizerText("models/bert-mean-norm")!))?.dropped).toEqual(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]);
-    expect(cutPolicy(JSON.parse(variant({ type: "Sequence", normalizers: [{ type: "NFD" }, { type: "StripAccents" }] })))?.dropped).not.toBeNull();
-    expect(cutPolicy(JSON.parse(variant({ type: "BertNormalizer", clean_text: false, handle_chinese_chars: true, strip_accents: false, lowercase: false })))?.dropped).toBeNull();
-    expect(cutPolicy(JSON.parse(variant({ type: "Sequence", normalizers: [{ type: "NFC" }, { type: "StripAccents" }] })))?.dropped ?? null).toBeNull();
-    expect(cutPolicy(JSON.parse(variant(null)))?.dropped).toBeNull();
+    expect(cutPolicy(JSON.parse(bertVariant({ type: "Sequence", normalizers: [{ type: "NFD" }, { type: "StripAccents" }] })))?.dropped).not.toBeNull();
+    expect(cutPolicy(JSON.parse(bertVariant({ type: "BertNormalizer", clean_text: false, handle_chinese_chars: true, strip_accents: false, lowercase: false })))?.dropped).toBeNull();
+    expect(cutPolicy(JSON.parse(bertVariant({ type: "Sequence", normalizers: [{ type: "NFC" }, { type: "StripAccents" }] })))?.dropped ?? null).toBeNull();
+    expect(cutPolicy(JSON.parse(bertVariant(null)))?.dropped).toBeNull();
   });
 });
 
