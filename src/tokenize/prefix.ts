@@ -1151,7 +1151,14 @@ function classCutAt(text: string, q: number, added: readonly string[], normalize
 
 /** Punctuation as BertPreTokenizer counts it (ASCII symbols too), in JavaScript's tables (the library's decides). */
 const IS_PUNCTUATION = /[\p{P}!-\/:-@[-`{-~]/u;
-const PUNCTUATION = new RegExp(IS_PUNCTUATION.source, "gu");
+/**
+ * Where punctuationCut looks: punctuation, and the characters that are punctuation once NFD and accent stripping
+ * have made them so (U+2260 NOT EQUAL TO is "=" and U+0338, which accent stripping removes; U+226E, U+226F, U+1FEF
+ * GREEK VARIA: every such character of Unicode 14, from a scan of all code points). Only where to look: each
+ * candidate is decided by punctuationCutAt with the tokenizer's own normaliser and pre-tokenizer.
+ */
+const MAYBE_PUNCTUATION = new RegExp(`[${IS_PUNCTUATION.source.slice(1, -1)}\u1fef\u2260\u226e\u226f]`, "u");
+const PUNCTUATION = new RegExp(MAYBE_PUNCTUATION.source, "gu");
 
 /** The first punctuation cut in [from, before) (CutPolicy.punctuation), or -1: before or after a punctuation mark. */
 function punctuationCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): number {
@@ -1167,7 +1174,8 @@ function punctuationCut(text: string, from: number, before: number, added: reado
 /**
  * Whether q is a punctuation cut: the characters around it are each their own unit for BERT's normaliser (per
  * character: each maps alone to one character that is not whitespace, a mark, a control or another joiner; canonical
- * reordering moves marks only among marks, and punctuation is a starter), one of them is punctuation (raw), no added
+ * reordering moves marks only among marks, and punctuation is a starter), one of them is punctuation (normalised: U+2260
+ * is "=" behind accent stripping; MAYBE_PUNCTUATION finds the candidates), no added
  * token holds the two, raw or normalised (so no added token match spans q), and the library's pre-tokenizer splits the two normalised
  * characters apart: BertPreTokenizer decides each split by the character alone (whitespace, or punctuation isolated),
  * so the two are in different pre-tokens of any text that holds them, and the text before q is the whole text's
@@ -1176,10 +1184,11 @@ function punctuationCut(text: string, from: number, before: number, added: reado
 function punctuationCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): boolean {
   const a = codePointBefore(text, q);
   const b = codePointAt(text, q);
-  if (b === "" || a === "") return false;
-  if (!IS_PUNCTUATION.test(a) && !IS_PUNCTUATION.test(b)) return false;
+  if (b === "" || a === "" || (!MAYBE_PUNCTUATION.test(a) && !MAYBE_PUNCTUATION.test(b))) return false;
   const na = normalize(a);
   const nb = normalize(b);
+  // punctuation to the pre-tokenizer, which sees the normalised text (U+2260 is "=" there)
+  if (!IS_PUNCTUATION.test(na) && !IS_PUNCTUATION.test(nb)) return false;
   // an added token is matched in the raw text or, normalised (PyLate's "[Q] " as "[q] "), in the normalised one
   return ownUnit(a, na) && ownUnit(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb) || [...t].map(normalize).join("").includes(na + nb)) && pieces(na + nb) >= 2;
 }

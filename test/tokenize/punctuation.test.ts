@@ -34,6 +34,7 @@ function inputs(seed: number): Record<string, string> {
   out["brackets"] = "[[]]".repeat(LONG / 4);
   out["words, then dots"] = "hello world ".repeat(100) + ".".repeat(LONG);
   out["dots, then words"] = ".".repeat(LONG) + " hello world".repeat(100);
+  out["math symbols"] = textOfPieces([..."\u2211\u222b\u221a\u221e\u2248\u2260\u2264\u2265\u00b1\u00d7\u00f7\u2202\u2207\u03b1\u03b2\u03b3\u03b4"], seed, LONG);
   return out;
 }
 
@@ -55,6 +56,17 @@ describe("where a punctuation cut is taken", () => {
     expect(cutAtOrBefore("。。。。", 2, policy, normalize, pieces)).toBe(2);
   });
 
+  test("at characters that are punctuation once normalised (U+2260 is \"=\" behind accent stripping)", () => {
+    expect(cutAtOrAfter("ab\u2260cd", 1, policy, normalize, pieces)).toBe(2);
+    expect(cutAtOrBefore("ab\u2260cd", 4, policy, normalize, pieces)).toBe(3);
+    expect(cutAtOrAfter("\u2211\u1fef\u03b1", 1, policy, normalize, pieces)).toBe(1);
+    // cased, no accent stripping: U+2260 stays itself, inside its word
+    const cased = JSON.parse(json);
+    cased.normalizer = { type: "BertNormalizer", clean_text: true, handle_chinese_chars: true, strip_accents: false, lowercase: false };
+    const casedNormalizer = Tokenizer.fromString(JSON.stringify(cased)).getNormalizer()!;
+    expect(cutAtOrAfter("ab\u2260cd", 1, cutPolicy(cased)!, (ch) => casedNormalizer.normalizeString(ch), pieces)).toBe(-1);
+  });
+
   test("never inside an added token, next to a mark or without the pre-tokenizer's count", () => {
     // "[CLS]": every neighbouring pair is inside the token
     expect(cutAtOrAfter("x[CLS]".repeat(3), 2, policy, normalize, pieces)).toBe(6);
@@ -71,6 +83,6 @@ describe("where a punctuation cut is taken", () => {
 
 describe("1,000,000 characters of punctuation (timed in a fresh process: at-limit.ts)", () => {
   for (const name of ["models/bert-mean-norm", "models/colbert-pylate"]) {
-    test(name, () => expectAtLimit(name, ["one punctuation", "punctuation and letters"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
+    test(name, () => expectAtLimit(name, ["one punctuation", "punctuation and letters", "math symbols"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
   }
 });
