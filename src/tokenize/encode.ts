@@ -418,18 +418,15 @@ export class Encoder {
     if (start - before > RUN_LEAD_CHARS) return null;
     const period = await this.runPeriod(unit, policy, cuts);
     if (!period) return null;
-    // a whitespace window a few characters in: prefixes ending at the run's first positions share no token
-    const ends = this.runWindow(text, space ? start + 16 : start, policy, cuts);
-    if (!ends || ends[0]! <= start || ends[ends.length - 1]! >= end) return null;
-    const lead = await this.prefixTokens(ends.map((e) => text.slice(before, e)), policy);
-    const common = commonFirstTokens(lead.ids, lead.offsets);
-    if (common === 0) return null;
-    const o = lead.offsets[0]!;
-    // the common tokens end between two characters (the next token begins there)
-    if (common < o.length && o[common]![0] !== o[common - 1]![1]) return null;
-    // code points to UTF-16: the lead may hold astral characters
-    const boundary = codePointIndex(text, before, o[common - 1]![1]!);
-    if (boundary < start || boundary >= end || (boundary - start) % unit.length !== 0) return null;
+    // a whitespace window a few characters in: prefixes ending at the run's first positions share no token; in a
+    // word, a window at the run's start, else one further in (prefixes shorter than the period's token, e.g. 16
+    // zeros on GPT-2's vocabulary, share none either)
+    let boundary = -1;
+    for (const into of space ? [16] : [0, 64]) {
+      boundary = await this.runLeadEnd(text, before, start, end, start + into, unit, policy, cuts);
+      if (boundary >= 0) break;
+    }
+    if (boundary < 0) return null;
     const { token, q, n1 } = period;
     const length = (end - boundary) / unit.length;
     const rest = length < n1 ? length : length - q * Math.ceil((length - n1 + 1) / q);
@@ -441,6 +438,25 @@ export class Encoder {
     // T(u^run) begins with `repeats` times the period's token (a check of the argument, not a part of it)
     if (!this.sameIds(ids, 0, new Int32Array(repeats).fill(token), 0, repeats)) return null;
     return { ids: Int32Array.from(ids), words: null, tokens: "some" };
+  }
+
+  /**
+   * Where the tokens common to the prefixes [before, e) for the ends e of a window at or after `from` end, when that
+   * is inside the run [start, end) after a whole number of units and between two characters; else -1.
+   */
+  private async runLeadEnd(text: string, before: number, start: number, end: number, from: number, unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<number> {
+    if (from >= end) return -1;
+    const ends = this.runWindow(text, from, policy, cuts);
+    if (!ends || ends[0]! <= start || ends[ends.length - 1]! >= end) return -1;
+    const lead = await this.prefixTokens(ends.map((e) => text.slice(before, e)), policy);
+    const common = commonFirstTokens(lead.ids, lead.offsets);
+    if (common === 0) return -1;
+    const o = lead.offsets[0]!;
+    // the common tokens end between two characters (the next token begins there)
+    if (common < o.length && o[common]![0] !== o[common - 1]![1]) return -1;
+    // code points to UTF-16: the lead may hold astral characters
+    const boundary = codePointIndex(text, before, o[common - 1]![1]!);
+    return boundary < start || boundary >= end || (boundary - start) % unit.length !== 0 ? -1 : boundary;
   }
 
   /**

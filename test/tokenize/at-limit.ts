@@ -33,6 +33,7 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   "words, then Cyrillic": () => "hello world ".repeat(100) + letters(LIMIT - 1200, "абвгдеёжзийклмнопрст", 3),
   "ASCII letters": () => letters(LIMIT, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 1),
   digits: () => letters(LIMIT, "0123456789", 7),
+  "one zero": () => "0".repeat(LIMIT),
   prose: () => "The cat's 12 dogs, and yes: no!\n".repeat(LIMIT / 32),
   "letters of the added tokens yes / no": () => letters(LIMIT, "yesno", 12),
   "letters a-z": () => letters(LIMIT, "abcdefghijklmnopqrstuvwxyz", 1),

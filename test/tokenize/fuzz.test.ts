@@ -262,8 +262,10 @@ describe("one character repeated, cut on the left through the run's period", () 
 describe.skipIf(!existsSync(SHARED))("one character repeated, cut on the left, real published tokenizers", () => {
   for (const name of ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json"]) {
     test(name, async () => {
-      // "a": period 4 (roberta) / 8 (CLIP), "!": 8 / 16
-      const encoder = await expectLibraryIds(name, tokenizerText(name)!, 509, { ...runInputs("a", 8, [" ", "hé", "hello world "], ["", "!!"]), ...runInputs("!", 16, ["", "x"], ["", " hello"]) });
+      // "a": period 4 (roberta) / 8 (CLIP), "!": 8 / 16; "0": 16 on roberta (its first token, 16 zeros, is longer
+      // than the prefixes of a window at the run's start: the window further in)
+      const zeros = name.includes("roberta") ? runInputs("0", 16, ["", "x"], ["", "!!"]) : {};
+      const encoder = await expectLibraryIds(name, tokenizerText(name)!, 509, { ...runInputs("a", 8, [" ", "hé", "hello world "], ["", "!!"]), ...runInputs("!", 16, ["", "x"], ["", " hello"]), ...zeros });
       expect(encoder.wordPathChecks.differ).toBe(0);
       expect(encoder.wordPathChecks.same).toBeGreaterThan(0);
     });
@@ -272,7 +274,7 @@ describe.skipIf(!existsSync(SHARED))("one character repeated, cut on the left, r
 
 describe.skipIf(!existsSync(SHARED))("1,000,000 characters, one letter cut on the left through the run's period", () => {
   for (const name of ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json"]) {
-    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["one letter", "left"], ["words, then one letter", "left"]]));
+    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["one letter", "left"], ["words, then one letter", "left"], ["one zero", "left"]]));
   }
 });
 
