@@ -606,19 +606,62 @@ const JOINER = /[\p{M}\p{Grapheme_Extend}\p{Regional_Indicator}\p{Emoji_Modifier
 
 /**
  * Characters that Unicode normal forms (NFC, NFD, NFKC, NFKD; StripAccents removes only marks) may join to a
- * neighbour: a window's characters must each have a normalisation boundary before them (UAX #15: a starter,
- * canonical combining class 0, that composes with no character before it), so that the normal form of a text is the
- * normal form of its part before such a character followed by that of the rest. Not boundaries: non-starters (all
- * marks, \p{M}, in the tables of the runtime and the library), the second characters of canonical compositions
- * (marks, Hangul vowel and trailing jamo, a few vowel signs, all marks, and Kirat Rai's vowel signs U+16D67-16D6A,
- * which Unicode 16 made composable and which are letters), characters whose normal form begins with a mark
- * (U+FF9E, U+FF9F: Grapheme_Extend), Hangul jamo (leading ones compose with the vowel after them), and unassigned
- * code points (the library's tables may be newer). test/tokenize/joiners.test.ts checks this set against the
- * runtime's normalize() on every code point. Controls, format characters (U+200B, U+FEFF), regional indicators
- * and emoji modifiers are starters that compose with nothing: the normal forms leave them and their neighbours as
- * they are.
+ * neighbour: a window's characters, and those on each side of a class cut, must each have a normalisation boundary
+ * before them (UAX #15: the first code point of the character's canonical and of its compatibility decomposition is
+ * a starter, canonical combining class 0, and the second character of no canonical composition), so that the normal
+ * form of a text is the normal form of its part before such a character followed by that of the rest (reordering
+ * stops at a starter; composition pairs the last starter before it with what follows it only, and a starter that is
+ * no composition's second joins nothing before it). Not boundaries: non-starters (most marks; jamo), the second
+ * characters of canonical compositions (a few vowel and length signs such as U+0B3E, U+0DCF, U+102E, Hangul vowel and
+ * trailing jamo, and Kirat Rai's vowel signs U+16D67-16D6A, which Unicode 16 made composable and which are letters),
+ * characters whose decomposition begins with such a character (U+FF9E, U+FF9F: Grapheme_Extend), Hangul jamo
+ * (leading ones compose with the vowel after them), and unassigned code points. So the set is every mark and
+ * grapheme extender (\p{M}, \p{Grapheme_Extend}) but those listed in NORMAL_FORM_BOUNDARY_MARKS (boundaries that
+ * are marks: Thai U+0E31, U+0E34-0E37, U+0E33, Devanagari U+0900-0903, U+093E-094C, variation selectors, ...), jamo
+ * and code points without a character. Canonical combining classes and decompositions of assigned characters never
+ * change (Unicode's stability policy), nor does whether a pair of assigned characters composes, so a character
+ * listed here is a boundary to the library's tables too, or unassigned there (then a starter with no decomposition:
+ * a boundary as well); listed code points this runtime does not know stay in the set. test/tokenize/joiners.test.ts
+ * checks the list and the set against the runtime's normalize() on every code point. Controls, format characters
+ * (U+200B, U+FEFF), regional indicators and emoji modifiers are starters that compose with nothing: the normal forms
+ * leave them and their neighbours as they are.
  */
 const NORMAL_FORM_JOINER = "\\p{M}\\p{Grapheme_Extend}\\p{Cn}\\p{Cs}\\u0E33\\u0EB3\\u1100-\\u11FF\\uA960-\\uA97F\\uD7B0-\\uD7FF\\u{16D40}-\\u{16D7F}";
+/**
+ * The marks and grapheme extenders that have a normalisation boundary before them in all four normal forms
+ * (NORMAL_FORM_JOINER says why), as ranges of hexadecimal code points; generated from, and checked against, the
+ * runtime's normalize() (test/tokenize/joiners.test.ts).
+ */
+const NORMAL_FORM_BOUNDARY_MARKS = [
+  "34f 488-489 7a6-7b0 900-903 93a-93b 93e-94c 94e-94f 955-957 962-963 981-983 9bf-9c4 9c7-9c8 9cb-9cc 9e2-9e3",
+  "a01-a03 a3e-a42 a47-a48 a4b-a4c a51 a70-a71 a75 a81-a83 abe-ac5 ac7-ac9 acb-acc ae2-ae3 afa-aff b01-b03",
+  "b3f-b44 b47-b48 b4b-b4c b55 b62-b63 b82 bbf-bc2 bc6-bc8 bca-bcc c00-c04 c3e-c44 c46-c48 c4a-c4c c62-c63",
+  "c81-c83 cbe-cc1 cc3-cc4 cc6-cc8 cca-ccc ce2-ce3 cf3 d00-d03 d3f-d44 d46-d48 d4a-d4c d62-d63 d81-d83 dd0-dd4",
+  "dd6 dd8-dde df2-df3 e31 e33-e37 e47 e4c-e4e eb1 eb3-eb7 ebb-ebc ecc-ece f3e-f3f f76-f79 f7e-f7f f8d-f97",
+  "f99-fbc 102b-102d 102f-1036 1038 103b-103e 1056-1059 105e-1060 1062-1064 1067-106d 1071-1074 1082-108c 108f",
+  "109a-109d 1712-1713 1732-1733 1752-1753 1772-1773 17b4-17d1 17d3 180b-180d 180f 1885-1886 1920-192b",
+  "1930-1938 1a19-1a1b 1a55-1a5e 1a61-1a74 1abe 1b00-1b04 1b36-1b43 1b80-1b82 1ba1-1ba9 1bac-1bad 1be7-1bf1",
+  "1c24-1c36 1ce1 1cf7 200c 20dd-20e0 20e2-20e4 a670-a672 a802 a80b a823-a827 a880-a881 a8b4-a8c3 a8c5 a8ff",
+  "a926-a92a a947-a952 a980-a983 a9b4-a9bf a9e5 aa29-aa36 aa43 aa4c-aa4d aa7b-aa7d aaeb-aaef aaf5 abe3-abea",
+  "abec fe00-fe0f 10a01-10a03 10a05-10a06 10a0c 10a0e 10efc 11000-11002 11038-11045 11073-11074 11080-11082",
+  "110b0-110b8 110c2 11128-11132 11145-11146 11180-11182 111b3-111bf 111c9 111cb-111cc 111ce-111cf 1122c-11234",
+  "11237 1123e 11241 112df-112e8 11300-11303 1133f-11344 11347-11348 1134b-1134c 11362-11363 113b9-113ba",
+  "113bc-113c0 113ca 113cc-113cd 113d2 113e1-113e2 11435-11441 11443-11445 114b1-114b9 114bb-114bc 114be-114c1",
+  "115b0-115b5 115b8-115be 115dc-115dd 11630-1163e 11640 116ab-116b5 1171d-1172a 1182c-11838 11931-11935",
+  "11937-11938 1193b-1193c 11940 11942 119d1-119d7 119da-119df 119e4 11a01-11a0a 11a33 11a35-11a39 11a3b-11a3e",
+  "11a51-11a5b 11a8a-11a98 11b60-11b67 11c2f-11c36 11c38-11c3e 11c92-11ca7 11ca9-11cb6 11d31-11d36 11d3a",
+  "11d3c-11d3d 11d3f-11d41 11d43 11d47 11d8a-11d8e 11d90-11d91 11d93-11d96 11ef3-11ef6 11f00-11f01 11f03",
+  "11f34-11f3a 11f3e-11f40 11f5a 13440 13447-13455 1612a-1612e 16f4f 16f51-16f87 16f8f-16f92 16fe4 1bc9d",
+  "1cf00-1cf2d 1cf30-1cf46 1da00-1da36 1da3b-1da6c 1da75 1da84 1da9b-1da9f 1daa1-1daaf e0020-e007f e0100-e01ef",
+].join(" ");
+/**
+ * A `v`-flag class of the characters in `set` (a class's contents) that are not boundary marks this runtime knows
+ * (NORMAL_FORM_BOUNDARY_MARKS without unassigned code points).
+ */
+function withoutBoundaryMarks(set: string): RegExp {
+  const marks = NORMAL_FORM_BOUNDARY_MARKS.split(" ").map((r) => r.split("-").map((h) => `\\u{${h}}`).join("-")).join("");
+  return new RegExp(`[[${set}]--[[${marks}]--\\p{Cn}]]`, "v");
+}
 
 /**
  * JOINER without regional indicators (and with the Prepend characters), for SentencePiece's Precompiled map, which
@@ -676,7 +719,7 @@ function joinerOf(normalizer: Json, pre: Json): RegExp {
   const parts = preTokenizerParts(pre);
   // literal characters in the class (no "-", "]" or "\\" among them)
   const spaces = parts.some((p) => p?.type === "WhitespaceSplit") || hasStrip(normalizer) ? RUST_WHITESPACE : " ";
-  return new RegExp(`[${spaces}${units === "normal-forms" ? NORMAL_FORM_JOINER : ""}\\p{Cs}]`, "u");
+  return withoutBoundaryMarks(`${spaces}${units === "normal-forms" ? NORMAL_FORM_JOINER : ""}\\p{Cs}`);
 }
 /**
  * Byte-level BPE behind a regex pre-tokenizer and no normaliser (GPT-2's, RoBERTa's): whitespace to the library
@@ -695,7 +738,7 @@ const BYTE_JOINER = new RegExp(`[${RUST_WHITESPACE}\\p{Z}\\p{Cn}\\p{Cs}\\p{Co}]`
  * its parts on each side of a window position. Whitespace Replace and Lowercase work per character (Lowercase has no
  * final-sigma rule in the library).
  */
-const NFC_JOINER = new RegExp(`[${RUST_WHITESPACE}\\p{Z}\\p{Co}${NORMAL_FORM_JOINER}]`, "u");
+const NFC_JOINER = withoutBoundaryMarks(`${RUST_WHITESPACE}\\p{Z}\\p{Co}${NORMAL_FORM_JOINER}`);
 
 /**
  * The characters that may not be window characters for a byte-level BPE pipeline (InWordPolicy.joiner): BYTE_JOINER

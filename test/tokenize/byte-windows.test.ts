@@ -24,10 +24,13 @@ const RUNS = [
   "\u200b".repeat(40), "\ufeff".repeat(36), "\u0001".repeat(44), "\u2060\u200b\ufeff".repeat(14), "\u0001!\u200b".repeat(15),
   "🇺🇸".repeat(20), "🇺🇸\u200b".repeat(14), "\u0301".repeat(40), "\u0301\u0316".repeat(20), "\u1100\u1161".repeat(20),
   "\u1100\u1161\u11a8".repeat(14), "\u00a0".repeat(30), "\u180e\u200d".repeat(20), "\u{1F3FB}".repeat(20), "\u{10940}".repeat(24),
+  // marks with a normalisation boundary before them (window characters behind NFC too), next to ones without
+  "\u0e31\u0e34\u0e35\u0e37\u0489\ufe0f".repeat(7), "\u093e\u093f\u0940\u0902".repeat(10), "\u0e31\u0e48\u0e34\u0e38".repeat(10),
+  "\u0b47\u0b3e".repeat(20), "\u102e\u0e31".repeat(20),
 ];
 const PIECES = [
   ...RUNS, ...RUNS, "\u200b", "\ufeff", "\u0001", "\u0301", "\u0316", "e\u0301", "a", "xyz", "1", "23", "!", "?!", " ", "🇯", "\u1161",
-  "\u11a8", "\u1100", "é", "日本", "\u00a0",
+  "\u11a8", "\u1100", "é", "日本", "\u00a0", "ก", "\u1025", "\u0b47",
 ];
 
 const texts = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(PIECES, seed * 1000 + i, 240 + ((i * 53) % 160)));
@@ -126,8 +129,12 @@ describe("windows of marks, controls, format characters, flags and jamo under by
     const rust = Tokenizer.fromString(tokenizerText("models/qwen3-embed")!);
     const pieces: PieceCount = (s) => rust.getPreTokenizer()!.preTokenizeString(s).length;
     const found = (policy: typeof qwen, text: string, p: PieceCount = pieces) => wordPrefixWindow(text, 1000, policy, same, 64, p) !== null;
-    // behind NFC: no marks, no jamo; format characters, controls, flags yes
+    // behind NFC: no marks without a normalisation boundary before them, no jamo; format characters, controls, flags,
+    // Thai and Devanagari vowel signs yes
     expect(found(qwen, "\u0301".repeat(3000))).toBe(false);
+    expect(found(qwen, "\u0e48".repeat(3000))).toBe(false);
+    expect(found(qwen, "\u0b47\u0b3e".repeat(1500))).toBe(false);
+    expect(found(qwen, "\u0e31\u0e34\u093e".repeat(1000))).toBe(true);
     expect(found(qwen, "\u1100\u1161".repeat(1500))).toBe(false);
     expect(found(qwen, "\u200b".repeat(3000))).toBe(true);
     expect(found(qwen, "\u0001\ufeff".repeat(1500))).toBe(true);

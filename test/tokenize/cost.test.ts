@@ -49,4 +49,8 @@ describe("a long text without cut points costs at most about the whole text twic
 // before a mark is a class cut (prefix.ts classJoiner); timed in a fresh process against the library (at-limit.ts).
 describe("1,000,000 characters of letters and marks without spaces (timed in a fresh process: at-limit.ts)", () => {
   test("models/clap", () => expectAtLimit("models/clap", ["Thai with marks", "Devanagari without spaces"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
+  // behind NFC, before a mark with a normalisation boundary before it (Thai U+0E31, U+0E34, U+0E35, Devanagari vowel signs)
+  for (const name of ["models/qwen3-embed", "models/clip"]) {
+    test(name, () => expectAtLimit(name, ["Thai with marks", "Devanagari without spaces"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
+  }
 });

@@ -121,6 +121,28 @@ describe("windows of pipelines whose normaliser joins fewer characters than grap
   }
 });
 
+// NFKC: marks with a normalisation boundary before them (Thai U+0E31, U+0E34-0E37, Devanagari vowel signs, U+0489,
+// U+FE0F) are window characters, next to marks without one (tone marks, virama, U+0301), vowel signs that compose with
+// the letter before them (U+0B47 U+0B3E, U+1025 U+102E) and U+0E33 (NFKC: U+0E4D U+0E32)
+const MARK_PIECES = [
+  "क", "म", "र", "न", "\u093e", "\u093f", "\u0940", "\u0902", "\u094d", "\u093c", "ก", "ข", "\u0e31", "\u0e34", "\u0e35", "\u0e37",
+  "\u0e48", "\u0e38", "\u0e33", "a", "b", "e\u0301", "\u0301", "\u0489", "\ufe0f", "❤\ufe0f", "\u0b47\u0b3e", "\u0b47", "\u0b3e",
+  "\u1025\u102e", "\u1025", "\u102e", "\u1b05\u1b35", "x", "1", " ",
+  // runs of window characters, so that windows lie next to all of the above
+  "कम\u093eर\u093fन\u0940क\u0902", "ก\u0e31ข\u0e34ก\u0e35ข\u0e37", "a\u0489b\ufe0fx\u0489", "\u0e31\u0e34\u093e\u0902\u0489\ufe0f",
+];
+describe("windows next to marks behind NFKC and Metaspace (ids and offsets, every window)", () => {
+  for (const name of ["models/gemma-embed", "models/deberta-rerank"]) {
+    test(name, async () => {
+      // (and words of window characters alone, for the replica: unigram.ts)
+      const only = ["क", "म", "\u093e", "\u093f", "\u0940", "\u0902", "ก", "\u0e31", "\u0e34", "\u0e35", "a", "\u0489", "\ufe0f", " "];
+      const n = await checkWindows(name, [...texts(7, 24, MARK_PIECES), ...texts(8, 24, MARK_PIECES.filter((p) => p !== " ")), ...texts(9, 12, only)]);
+      expect(n.windows).toBeGreaterThan(30);
+      expect(n.words).toBeGreaterThan(3);
+    }, 120_000);
+  }
+});
+
 // Precompiled (t5, XLM-R) transforms a cluster under 6 bytes whole: regional indicators (4 bytes, transformed alone in
 // any cluster) are window characters, a pair cut in two; marks, Prepend characters, modifiers stay out
 const FLAG_PIECES = [
@@ -142,8 +164,9 @@ describe("windows with regional indicators and Hangul jamo under Precompiled (id
   }
 });
 
+const inWord = (name: string) => cutPolicy(JSON.parse(tokenizerText(name)!))!.inWord!;
+
 describe("the joiners of each pipeline", () => {
-  const inWord = (name: string) => cutPolicy(JSON.parse(tokenizerText(name)!))!.inWord!;
 
   test("no normaliser behind WhitespaceSplit: only whitespace to the library is kept out", () => {
     const { joiner } = inWord("models/bge-m3-baai");
@@ -183,6 +206,49 @@ describe("the joiners of each pipeline", () => {
     }
     expect([...new Set(missing)].map((c) => c.codePointAt(0)!.toString(16))).toEqual([]);
   }, 60_000);
+});
+
+describe("marks with a normalisation boundary before them (NORMAL_FORM_BOUNDARY_MARKS), against the runtime's normal forms on every code point", () => {
+  // every starter (canonical combining class 0: not reordered with U+0334, class 1, nor U+0345, class 240) that is the
+  // second character of a canonical composition, found by decomposing every code point
+  const starter = (ch: string) => (ch + "\u0334").normalize("NFD") === ch + "\u0334" && ("\u0345" + ch).normalize("NFD") === "\u0345" + ch;
+  const seconds = new Set<string>();
+  for (let cp = 0; cp < 0x110000; cp++) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    const ch = String.fromCodePoint(cp);
+    const parts = [...ch.normalize("NFD")];
+    if (parts.length >= 2 && ch.normalize("NFC") === ch) for (const x of parts.slice(1)) seconds.add(x);
+  }
+  // a boundary before ch in the composed form's normal forms (NFC: its canonical decomposition, NFKC: its compatibility
+  // one) begins with a starter that is no composition's second
+  const boundaryIn = (ch: string, decomposed: "NFD" | "NFKD") => { const first = [...ch.normalize(decomposed)][0]!; return starter(first) && !seconds.has(first); };
+  const boundary = (ch: string) => boundaryIn(ch, "NFD") && boundaryIn(ch, "NFKD");
+  const MARKS = /[\p{M}\p{Grapheme_Extend}\u0E33\u0EB3]/u;
+  const JAMO_OR_NONE = /[\p{Cn}\p{Cs}\u1100-\u11FF\uA960-\uA97F\uD7B0-\uD7FF\u{16D40}-\u{16D7F}]/u;
+
+  for (const [name, form] of [["models/gemma-embed", "NFKC"], ["models/qwen3-embed", "NFC"], ["models/clip", "NFC"]] as const) {
+    test(`${name} (${form}): a character that may be in a window or next to a class cut, alone and normalised, has a boundary before it; every mark that has one may`, () => {
+      const { joiner } = inWord(name);
+      const wrong: string[] = [];
+      const missed: string[] = [];
+      for (let cp = 0; cp < 0x110000; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) continue;
+        const ch = String.fromCodePoint(cp);
+        const n = ch.normalize(form);
+        // windowChar and classCutAt take a character only where it and its normal form (one character) are no joiners
+        const d = form === "NFC" ? "NFD" : "NFKD";
+        if (!joiner.test(ch) && [...n].length === 1 && !joiner.test(n) && !(boundaryIn(ch, d) && boundaryIn(n, d))) wrong.push(ch);
+        if (MARKS.test(ch) && !JAMO_OR_NONE.test(ch) && boundary(ch) && joiner.test(ch)) missed.push(ch);
+      }
+      const hex = (xs: string[]) => xs.map((c) => c.codePointAt(0)!.toString(16));
+      expect(hex(wrong)).toEqual([]);
+      // the list is the scan's result (regenerate it when the runtime's Unicode tables grow)
+      expect(hex(missed)).toEqual([]);
+      // the scripts of the realistic inputs: Thai and Devanagari vowel signs in, tone marks, below vowels, virama out
+      for (const ch of ["\u0e31", "\u0e34", "\u0e35", "\u0e36", "\u0e37", "\u093e", "\u093f", "\u0940", "\u0902", "\u0489", "\ufe0f"]) expect([ch, joiner.test(ch)]).toEqual([ch, false]);
+      for (const ch of ["\u0e38", "\u0e39", "\u0e48", "\u0e49", "\u0e4a", "\u0e4b", "\u094d", "\u093c", "\u0301", "\u0b3e", "\u102e", "\u1b35", "\u1161"]) expect([ch, joiner.test(ch)]).toEqual([ch, true]);
+    }, 120_000);
+  }
 });
 
 /** Long words of the new window characters (40,000 characters), cut on both sides, against the library truncating. */

@@ -118,13 +118,21 @@ describe("cut points are pre-token boundaries of the whole text (ids and pre-tok
   }, 120_000);
 
   // letters of scripts whose words carry marks (Thai, Devanagari, Latin in NFD), zero-width and control characters
-  const MARKED = ["ก", "ข", "ค", "ม", "\u0e31", "\u0e34", "\u0e48", "\u0e38", "\u0e33", "क", "म", "र", "\u093e", "\u093f", "\u094d", "\u0902", "\u0928\u093c", "a", "e\u0301", "o\u0316\u0301", "\u0301\u0301", "\u200b", "\ufeff", "\u0001", "\u200d", "🇺🇸", "\u1100\u1161", "1", "!", " ", "\n", "\u0600", "\u0b47\u0b3e"];
+  // (and, behind NFC, marks with a normalisation boundary before them: Thai U+0E31, U+0E34-0E37, Devanagari U+093E-0940,
+  // U+0902, U+0489, U+FE0F; not U+0E38, U+0E48, U+094D, nor a vowel sign that composes with the letter before it:
+  // Myanmar U+1025 U+102E is U+1026, Balinese U+1B05 U+1B35 is U+1B06)
+  const MARKED = [
+    "ก", "ข", "ค", "ม", "\u0e31", "\u0e34", "\u0e35", "\u0e37", "\u0e48", "\u0e49", "\u0e38", "\u0e33", "\u0e4d", "क", "म", "र", "\u093e", "\u093f", "\u0940",
+    "\u094d", "\u0902", "\u0928\u093c", "a", "e\u0301", "o\u0316\u0301", "\u0301\u0301", "\u0489", "\ufe0f", "\u200b", "\ufeff", "\u0001", "\u200d", "🇺🇸",
+    "\u1100\u1161", "1", "!", " ", "\n", "\u0600", "\u0b47\u0b3e", "\u1025\u102e", "\u1025", "\u102e", "\u1b05\u1b35", "\u1b35", "Ä", "A\u0308",
+  ];
   const marked = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(MARKED, seed * 1000 + i, 80 + ((i * 37) % 200)));
-  for (const name of ["models/clap", "models/qwen3-embed", "shared/roberta-base.tokenizer.json"]) {
+  for (const name of ["models/clap", "models/qwen3-embed", "models/qwen3-rerank", "models/clip", "shared/clip-vit-base-patch32.tokenizer.json", "shared/roberta-base.tokenizer.json"]) {
     test.skipIf(tokenizerText(name) === null)(`byte-level BPE: class cuts next to marks and format characters (${name})`, async () => {
       const n = await checkCuts(name, JSON.parse(tokenizerText(name)!), marked(6, 30));
-      // without a normaliser a letter before a mark is a cut; behind NFC (Qwen3) it is not, and few cuts are left
-      if (!name.includes("qwen")) expect([name, n.right > 600, n.left > 600]).toEqual([name, true, true]);
+      // a letter before a mark is a cut without a normaliser, and behind NFC where the mark has a boundary before it
+      // (about 1,300 each way without a normaliser, 540 behind NFC, 130 when NFC kept every mark out)
+      expect([name, n.right > 400, n.left > 400]).toEqual([name, true, true]);
     }, 120_000);
   }
 
