@@ -131,7 +131,7 @@ describe("cut points are pre-token boundaries of the whole text (ids and pre-tok
     test.skipIf(tokenizerText(name) === null)(`byte-level BPE: class cuts next to marks and format characters (${name})`, async () => {
       const n = await checkCuts(name, JSON.parse(tokenizerText(name)!), marked(6, 30));
       // a letter before a mark is a cut without a normaliser, and behind NFC where the mark has a boundary before it
-      // (about 1,300 each way without a normaliser, 540 behind NFC, 130 when NFC kept every mark out)
+      // (about 1,300 each way without a normaliser, 540 behind NFC, where marks without a boundary before them stay out)
       expect([name, n.right > 400, n.left > 400]).toEqual([name, true, true]);
     }, 120_000);
   }
