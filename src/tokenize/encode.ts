@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -185,6 +185,7 @@ export class Encoder {
         text = this.anyScriptWords ? shortenWordRuns(text, this.cuts.wordPieceMaxChars, this.isWordChar, this.inWordRun) : shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
       }
       if (this.cuts?.inWord && text.length > WHOLE_CHARS) text = unknownTail(text, this.cuts.inWord, this.charKind);
+      if (this.cuts?.inWord?.composes && text.length > WHOLE_CHARS) text = normalFormUnknownTail(text, this.cuts.inWord, this.tailChar);
       if (this.cuts && text.length > WHOLE_CHARS) {
         const part = direction === "left" ? this.suffixContent(text, need, this.cuts) : this.prefixContent(text, need, this.cuts, words);
         // the text that `end` indexes: the input shortened as above (the same tokens)
@@ -740,6 +741,21 @@ export class Encoder {
   };
   private charKinds: Uint8Array | null = null;
   private vocabChars: Uint8Array | null = null;
+
+  /** What a code point is to normalFormUnknownTail (prefix.ts, tailChar; cached by code point: the kind + 1). */
+  private readonly tailChar = (cp: number): TailChar => {
+    this.tailChars ??= new Uint8Array(0x110000);
+    const cached = this.tailChars[cp]!;
+    if (cached !== 0) return (cached - 1) as TailChar;
+    this.charKind(cp);
+    const inVocab = this.vocabChars!;
+    const policy = this.cuts!.inWord!;
+    const ch = String.fromCodePoint(cp);
+    const v = tailChar(ch, this.normalizeChar(ch), policy.composes!, policy, (c) => inVocab[c.codePointAt(0)!] !== 1);
+    this.tailChars[cp] = v + 1;
+    return v;
+  };
+  private tailChars: Uint8Array | null = null;
 
   /** What the tokenizer's normaliser makes of one character alone (cached; windows are built from these). */
   private readonly normalizeChar = (ch: string): string => {

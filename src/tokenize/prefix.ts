@@ -217,6 +217,11 @@ export interface InWordPolicy {
    * long word (unigram.ts, encode.ts unigramPrefix / unigramSuffix), else null.
    */
   unigram: { vocab: UnigramVocab; marker: WordMarker } | null;
+  /**
+   * Unigram without byte fallback behind Metaspace / WhitespaceSplit whose normaliser is one composing normal form
+   * (NFC or NFKC) and replacements of spaces only: the form, for normalFormUnknownTail; else null.
+   */
+  composes: "NFC" | "NFKC" | null;
 }
 
 /**
@@ -408,6 +413,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     ignoreMerges: model.ignore_merges === true,
     suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
     unigram: marker ? { vocab: { pieces: vocab, scores: Float64Array.from(model.vocab as unknown[], (e) => Number((e as unknown[])[1])), unknownId: Number.isInteger(model.unk_id) ? (model.unk_id as number) : null, byteFallback: model.byte_fallback === true }, marker } : null,
+    composes: kind === "unigram" && unknownId !== null && onlyMetaspace(pre) ? composingForm(tj.normalizer as Json) : null,
   };
 }
 
@@ -453,6 +459,14 @@ function onlyMetaspace(p: Json): boolean {
   if (!p) return true;
   if (p.type === "Sequence") return list(p.pretokenizers).every(onlyMetaspace);
   return p.type === "Metaspace" || p.type === "WhitespaceSplit";
+}
+
+/** A normaliser that is NFC or NFKC, once, and replacements of spaces by a space (normalizerLocal): that form, else null. */
+function composingForm(n: Json): "NFC" | "NFKC" | null {
+  const parts = normalizerParts(n);
+  const forms = parts.filter((x) => x?.type === "NFC" || x?.type === "NFKC");
+  if (forms.length !== 1 || !parts.every((x) => forms.includes(x) || (x?.type === "Replace" && normalizerLocal(x)))) return null;
+  return forms[0]!.type as "NFC" | "NFKC";
 }
 
 /** tokenizer.json for prefixes inside a word: BPE's end-of-word suffix removed (InWordPolicy says why). */
@@ -659,8 +673,7 @@ const NORMAL_FORM_BOUNDARY_MARKS = [
  * (NORMAL_FORM_BOUNDARY_MARKS without unassigned code points).
  */
 function withoutBoundaryMarks(set: string): RegExp {
-  const marks = NORMAL_FORM_BOUNDARY_MARKS.split(" ").map((r) => r.split("-").map((h) => `\\u{${h}}`).join("-")).join("");
-  return new RegExp(`[[${set}]--[[${marks}]--\\p{Cn}]]`, "v");
+  return new RegExp(`[[${set}]--[[${hexRanges(NORMAL_FORM_BOUNDARY_MARKS)}]--\\p{Cn}]]`, "v");
 }
 
 /**
@@ -863,6 +876,78 @@ export function unknownTail(text: string, policy: InWordPolicy, kind: (codePoint
     count++;
   }
   return count >= 2 ? text.slice(0, p + codePointAt(text, p).length) : text;
+}
+
+/**
+ * The second characters of canonical compositions (the last code points of primary composites' canonical
+ * decompositions, Hangul vowel and trailing jamo included), as ranges of hexadecimal code points; checked against
+ * the runtime's normalize() on every code point (test/tokenize/joiners.test.ts). A pair of assigned characters that
+ * does not compose in one Unicode version composes in none (stability policy).
+ */
+const COMPOSITION_SECONDS = [
+  "300-304 306-30c 30f 311 313-314 31b 323-328 32d-32e 330-331 338 342 345 653-655 93c 9be 9d7 b3e b56-b57 bbe bd7",
+  "c56 cc2 cd5-cd6 d3e d57 dca dcf ddf 102e 1161-1175 11a8-11c2 1b35 3099-309a 110ba 11127 1133e 11357 113b8 113bb",
+  "113c2 113c9 114b0 114ba 114bd 115af 11930 1611e-16120 16129 16d67",
+].join(" ");
+/** A regex class's contents for ranges of hexadecimal code points ("300-304 306"). */
+function hexRanges(ranges: string): string {
+  return ranges.split(" ").map((r) => r.split("-").map((h) => `\\u{${h}}`).join("-")).join("");
+}
+let SECONDS: RegExp | null = null;
+/** Whether a character is the second of a canonical composition (COMPOSITION_SECONDS) or unassigned. */
+export function compositionSecond(ch: string): boolean {
+  return (SECONDS ??= new RegExp(`[${hexRanges(COMPOSITION_SECONDS)}\\p{Cn}\\p{Cs}]`, "u")).test(ch);
+}
+
+/** Whether a character has canonical combining class 0 (the runtime's reordering: not moved past U+0334, class 1, nor U+0345, class 240). */
+function starter(ch: string): boolean {
+  return (ch + "\u0334").normalize("NFD") === ch + "\u0334" && ("\u0345" + ch).normalize("NFD") === "\u0345" + ch;
+}
+
+/**
+ * What a character is to normalFormUnknownTail: 0 none; 1 a tail character: what the normaliser makes of it alone
+ * (`normalized`) and its decomposition in the pipeline's form (NFD for NFC, NFKD for NFKC) are one or more characters,
+ * each in no vocabulary piece (`foreign`), no whitespace, no second character of a canonical composition (nor
+ * unassigned), and no added token holds it or any of them; 2 a tail character with a normalisation boundary before
+ * it (its decomposition begins with a starter).
+ */
+export type TailChar = 0 | 1 | 2;
+export function tailChar(ch: string, normalized: string, form: "NFC" | "NFKC", policy: InWordPolicy, foreign: (ch: string) => boolean): TailChar {
+  if (/[\p{Cn}\p{Cs}]/u.test(ch)) return 0;
+  const decomposed = [...ch.normalize(form === "NFC" ? "NFD" : "NFKD")];
+  const all = [ch, ...normalized, ...decomposed];
+  if (normalized.length === 0 || all.some((c) => policy.added.some((t) => t.includes(c)))) return 0;
+  for (const c of [...normalized, ...decomposed]) if (!foreign(c) || WHITESPACE.test(c) || c === "\u2581" || compositionSecond(c)) return 0;
+  return starter(decomposed[0]!) ? 2 : 1;
+}
+
+/**
+ * Unigram without byte fallback behind NFC or NFKC (InWordPolicy.composes): the text up to the first character with a
+ * normalisation boundary before it in the run of tail characters (tailChar) that ends the text, and that character,
+ * which has exactly the whole text's ids; else the text itself. The normal form of the text is that of its part
+ * before the boundary followed by that of the run from there (UAX #15). The run's characters decompose into
+ * characters that are no composition's second, so nothing composes in the run: its normal form is those
+ * characters, reordered, each in no vocabulary piece and no whitespace (the library's decomposition of a character
+ * newer than its tables is the character itself, also checked: `normalized`). So they are one-character unknown
+ * nodes after the last space, every path of the Viterbi lattice has a boundary at the run's start, and the unknown
+ * tokens from there are fused into one, as those of the shortened run (one character or more) are: the same ids.
+ * Unlike unknownTail, the run's characters need not be their own units (marks that reorder, Thai U+0E33).
+ */
+export function normalFormUnknownTail(text: string, policy: InWordPolicy, kind: (codePoint: number) => TailChar): string {
+  if (policy.composes === null || policy.model !== "unigram" || policy.unknownId === null || policy.oneClass) return text;
+  let p = text.length;
+  let s = -1;
+  while (p > 0) {
+    const low = text.charCodeAt(p - 1);
+    const q = p >= 2 && low >= 0xdc00 && low <= 0xdfff ? p - 2 : p - 1;
+    const k = kind(text.codePointAt(q)!);
+    if (k === 0) break;
+    if (k === 2) s = q;
+    p = q;
+  }
+  if (s < 0) return text;
+  const end = s + codePointAt(text, s).length;
+  return end < text.length ? text.slice(0, end) : text;
 }
 
 /**

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../../src/tokenize/encode";
-import { cutPolicy, unknownCut, unknownTail, wordPrefixWindow, type CharKind, type InWordPolicy, type PieceCount } from "../../src/tokenize/prefix";
+import { compositionSecond, cutPolicy, normalFormUnknownTail, unknownCut, unknownTail, wordPrefixWindow, type CharKind, type InWordPolicy, type PieceCount, type TailChar } from "../../src/tokenize/prefix";
 import { expectLibraryIds, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 
@@ -325,4 +325,104 @@ describe("1,000,000 characters of zero-width spaces, BOMs, controls, flags, line
   test("bge-m3 (no normaliser): also marks and jamo", () => expectAtLimit("models/bge-m3-baai", both([...ADVERSARIAL, "combining marks", "hangul jamo"])), 600_000);
   for (const name of SHARED_FLAGS) test.skipIf(tokenizerText(name) === null)(`${name}: flags, jamo`, () => expectAtLimit(name, both(["emoji flags", "hangul jamo"])), 600_000);
   test("gemma-embed (NFKC, Metaspace alone): also runs of line breaks and tabs", () => expectAtLimit("models/gemma-embed", both([...ADVERSARIAL, "newlines", "tabs", "words, then newlines"])), 600_000);
+});
+
+/**
+ * A small Unigram tokenizer.json behind NFKC and Metaspace whose pieces hold characters that others compose into
+ * (가 from U+1100 U+1161, é from e U+0301, U+0B4B from U+0B47 U+0B3E) but not those others (U+0301, jamo, U+0B47,
+ * U+0B3E are unknown): a tail run must not end where a composition would make a known character.
+ */
+function composingJson(form: "NFC" | "NFKC"): string {
+  const vocab: Array<[string, number]> = [["<unk>", 0], ["\u2581", -1], ["a", -1.5], ["e", -1.5], ["é", -2], ["가", -2], ["\u0b4b", -2], ["\u0e32", -2], ["ab", -2.5]];
+  return JSON.stringify({
+    version: "1.0", truncation: null, padding: null,
+    added_tokens: [{ id: 0, content: "<unk>", single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    normalizer: { type: "Sequence", normalizers: [{ type: form }, { type: "Replace", pattern: { Regex: " {2,}" }, content: " " }] },
+    pre_tokenizer: { type: "Metaspace", replacement: "\u2581", prepend_scheme: "always", split: true },
+    post_processor: null, decoder: null,
+    model: { type: "Unigram", unk_id: 0, vocab, byte_fallback: false },
+  });
+}
+
+// Texts that end in runs of unknown characters behind NFC / NFKC: letters and marks that reorder (Thai tone marks and
+// below vowels), U+0E33 (NFKC: U+0E4D U+0E32, the second a piece here), characters that compose into a known one,
+// whitespace that NFKC makes of U+00A0, known letters
+const TAIL_PIECES = [
+  "ก", "ข", "\u0e31", "\u0e34", "\u0e48", "\u0e38", "\u0e49", "\u0e33", "क", "\u094d", "\u093e", "\u0902", "\u0301", "\u0316", "e", "a", "b",
+  "\u1100", "\u1161", "\u11a8", "가", "\u0b47", "\u0b3e", "\u1025", "\u102e", "\u200b", "🇺", "\u00a0", "\u2000", " ", "\u0e48\u0e38", "\u0301\u0316",
+];
+
+describe("runs of unknown characters behind NFC / NFKC ending a text are shortened to one character after a boundary (normalFormUnknownTail)", () => {
+  const cases: Array<[string, string]> = [
+    ["models/gemma-embed", tokenizerText("models/gemma-embed")!],
+    ["models/deberta-rerank", tokenizerText("models/deberta-rerank")!],
+    ["composing, NFKC", composingJson("NFKC")],
+    ["composing, NFC", composingJson("NFC")],
+  ];
+  for (const [name, json] of cases) {
+    test(`${name}: every shortened prefix has the whole prefix's ids`, async () => {
+      const rust = Tokenizer.fromString(json);
+      rust.disableTruncation();
+      rust.disablePadding();
+      const encoder = (await Encoder.create(JSON.parse(json), {}, 64)) as unknown as { cuts: { inWord: InWordPolicy }; tailChar: (cp: number) => TailChar };
+      const policy = encoder.cuts.inWord;
+      expect(policy.composes).toBe(name.endsWith(", NFC") ? "NFC" : "NFKC");
+      let shortened = 0;
+      let kept = 0;
+      for (let i = 0; i < 30; i++) {
+        const text = textOfPieces(TAIL_PIECES, 9000 + i, 60 + ((i * 17) % 80));
+        const wholes: string[] = [];
+        const shorts: string[] = [];
+        for (let k = 1; k <= text.length; k++) {
+          const prefix = text.slice(0, k);
+          if (prefix.charCodeAt(k - 1) >= 0xd800 && prefix.charCodeAt(k - 1) <= 0xdbff) continue;
+          const t = normalFormUnknownTail(prefix, policy, encoder.tailChar);
+          if (t === prefix) kept++;
+          else {
+            wholes.push(prefix);
+            shorts.push(t);
+          }
+        }
+        const [a, b] = await Promise.all([rust.encodeBatch(wholes, CONTENT), rust.encodeBatch(shorts, CONTENT)]);
+        for (let j = 0; j < wholes.length; j++) {
+          const label = [name, JSON.stringify(wholes[j]!.slice(-12)), JSON.stringify(shorts[j]!.slice(-4))];
+          expect([...label, b[j]!.getIds()]).toEqual([...label, a[j]!.getIds()]);
+          shortened++;
+        }
+      }
+      console.log(name, shortened, kept);
+      expect(shortened).toBeGreaterThan(300);
+      expect(kept).toBeGreaterThan(300);
+    }, 120_000);
+  }
+
+  test("which characters may be in such a run", async () => {
+    const encoder = (await Encoder.create(JSON.parse(composingJson("NFKC")), {}, 64)) as unknown as { tailChar: (cp: number) => TailChar };
+    const kind = (ch: string) => encoder.tailChar(ch.codePointAt(0)!);
+    // unknown letters and marks: with a boundary before them, or (non-starters) without
+    for (const ch of ["ก", "\u0e31", "\u1100", "\u0b47", "\u200b"]) expect([ch, kind(ch)]).toEqual([ch, 2]);
+    for (const ch of ["\u0e48", "\u0e38", "\u0316", "\u094d"]) expect([ch, kind(ch)]).toEqual([ch, 1]);
+    // known, composition seconds, whitespace to NFKC, a piece in the decomposition
+    for (const ch of ["a", "é", "\u0301", "\u1161", "\u0b3e", "\u102e", "\u00a0", "\u2000", " ", "\u0e33", "가"]) expect([ch, kind(ch)]).toEqual([ch, 0]);
+  });
+});
+
+describe("COMPOSITION_SECONDS against the runtime's normal forms on every code point", () => {
+  test("a character is listed exactly when it is the second of a canonical composition", () => {
+    const wrong: string[] = [];
+    const seconds = new Set<string>();
+    for (let cp = 0; cp < 0x110000; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      const ch = String.fromCodePoint(cp);
+      const parts = [...ch.normalize("NFD")];
+      if (parts.length >= 2 && ch.normalize("NFC") === ch) for (const x of parts.slice(1)) seconds.add(x);
+    }
+    for (let cp = 0; cp < 0x110000; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      const ch = String.fromCodePoint(cp);
+      if (/\p{Cn}/u.test(ch)) continue;
+      if (seconds.has(ch) !== compositionSecond(ch)) wrong.push(cp.toString(16));
+    }
+    expect(wrong).toEqual([]);
+  }, 60_000);
 });
