@@ -350,6 +350,7 @@ function composingJson(form: "NFC" | "NFKC"): string {
 const TAIL_PIECES = [
   "ก", "ข", "\u0e31", "\u0e34", "\u0e48", "\u0e38", "\u0e49", "\u0e33", "क", "\u094d", "\u093e", "\u0902", "\u0301", "\u0316", "e", "a", "b",
   "\u1100", "\u1161", "\u11a8", "가", "\u0b47", "\u0b3e", "\u1025", "\u102e", "\u200b", "🇺", "\u00a0", "\u2000", " ", "\u0e48\u0e38", "\u0301\u0316",
+  "\u1100\u1161", "ก\u1100\u1161", "\u0b47\u0b3e", "e\u0316\u0301",
 ];
 
 describe("runs of unknown characters behind NFC / NFKC ending a text are shortened to one character after a boundary (normalFormUnknownTail)", () => {
@@ -390,7 +391,6 @@ describe("runs of unknown characters behind NFC / NFKC ending a text are shorten
           shortened++;
         }
       }
-      console.log(name, shortened, kept);
       expect(shortened).toBeGreaterThan(300);
       expect(kept).toBeGreaterThan(300);
     }, 120_000);
