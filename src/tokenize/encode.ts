@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -101,6 +101,8 @@ export function longestFirst(n1: number, n2: number, budget: number): [number, n
  * after max(this, needed tokens x FIRST_CUT_CHARS_PER_TOKEN) characters, then 4x further each time too few tokens came.
  */
 const WHOLE_CHARS = 16384;
+/** Distinct segments one long word may send to the library's normaliser (encode.ts segmentSymbols) before the replica gives up on it. */
+const SEGMENTS_PER_WORD = 32768;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
@@ -562,7 +564,12 @@ export class Encoder {
    * The long word around `from` (from the U+0020 space before it, or the text's start, to the next one, or the
    * end) as the Unigram pre-token the library builds, and its best path (unigram.ts); null where the replica does
    * not apply (a character that is not a window character, the marker character, an added token spelled with the
-   * word's characters, an unknown node). `at[p]`: the UTF-16 index in the text of the pre-token's position p.
+   * word's characters, an unknown node). `at[p]`: the UTF-16 index in the text of the pre-token's position p, -1
+   * inside a segment. Behind NFC / NFKC (InWordPolicy.composes) the word is read in segments instead where needed:
+   * from a character with a normalisation boundary before it (or the word's first one, after a space or the text's
+   * start, which join nothing after them) up to the next such character; the normal form of the word is that of its
+   * segments, one after another (UAX #15), and a segment that is not one window character is normalised by the
+   * library whole (segmentSymbols).
    */
   private unigramWord(text: string, from: number, policy: InWordPolicy): { start: number; end: number; path: WordPath; at: Int32Array } | null {
     const { vocab, marker } = policy.unigram!;
@@ -573,11 +580,13 @@ export class Encoder {
     const markerCp = marker.marker === null ? -1 : marker.marker.codePointAt(0)!;
     const withMarker = markerCp >= 0 && (start === 0 ? marker.atStart : marker.afterSpace);
     const m = withMarker ? 1 : 0;
-    const symbols = new Int32Array(m + end - start);
-    const at = new Int32Array(m + end - start + 1);
+    let symbols = new Int32Array(m + end - start);
+    let at = new Int32Array(m + end - start + 1);
     const seen = (this.seen ??= new Int32Array(0x110000));
     const symbolOf = (this.wordSymbols ??= new Int32Array(0x110000));
+    const composes = policy.composes !== null;
     const stamp = ++this.seenStamp;
+    this.segmentsNew = 0;
     let n = 0;
     at[0] = start;
     if (withMarker) symbols[n++] = markerCp;
@@ -586,12 +595,37 @@ export class Encoder {
       const cp = text.codePointAt(i)!;
       let v = symbolOf[cp]!;
       if (v === 0) v = this.wordSymbolOf(cp, policy);
-      // cached as symbol + 1, -1 for none
-      if (v < 0 || v - 1 === markerCp) return null;
-      seen[cp] = stamp;
-      seen[v - 1] = stamp;
-      symbols[n++] = v - 1;
-      i += cp > 0xffff ? 2 : 1;
+      let next = i + (cp > 0xffff ? 2 : 1);
+      // cached as symbol + 1, -1 for none; a window character is its own segment unless a character without a
+      // boundary before it follows
+      if (v > 0 && (!composes || next >= end || this.boundaryBefore(text.codePointAt(next)!))) {
+        if (v - 1 === markerCp) return null;
+        seen[cp] = stamp;
+        seen[v - 1] = stamp;
+        symbols[n++] = v - 1;
+        i = next;
+        at[n] = i;
+        continue;
+      }
+      if (!composes) return null;
+      while (next < end && !this.boundaryBefore(text.codePointAt(next)!)) next += text.codePointAt(next)! > 0xffff ? 2 : 1;
+      const segment = this.segmentSymbols(text.slice(i, next), policy);
+      if (!segment || segment.includes(markerCp)) return null;
+      for (let j = i; j < next; j++) seen[text.codePointAt(j)!] = stamp;
+      if (n + segment.length >= symbols.length) {
+        const grown = new Int32Array(2 * (n + segment.length) + 16);
+        grown.set(symbols);
+        symbols = grown;
+        const grownAt = new Int32Array(grown.length + 1);
+        grownAt.set(at);
+        at = grownAt;
+      }
+      for (const c of segment) {
+        seen[c] = stamp;
+        symbols[n++] = c;
+        at[n] = -1;
+      }
+      i = next;
       at[n] = i;
     }
     // added tokens are matched in the raw or the normalised text before the model
@@ -599,6 +633,37 @@ export class Encoder {
     const path = unigramWordPath(symbols.subarray(0, n), vocab, withMarker ? markerCp : -1);
     return path ? { start, end, path, at: at.subarray(0, n + 1) } : null;
   }
+
+  /**
+   * Whether a code point has a normalisation boundary before it in every normal form (prefix.ts, normalFormBoundary;
+   * cached: 0 not yet known, 1 yes, 2 no).
+   */
+  private boundaryBefore(cp: number): boolean {
+    const cache = (this.boundaries ??= new Uint8Array(0x110000));
+    if (cache[cp] === 0) cache[cp] = normalFormBoundary(String.fromCodePoint(cp)) ? 1 : 2;
+    return cache[cp] === 1;
+  }
+  private boundaries: Uint8Array | null = null;
+
+  /**
+   * The code points the library's normaliser makes of a segment of a word (unigramWord), or null where they hold a
+   * U+0020 space (the pre-tokenizer would split there) or where too many distinct segments were met in one word
+   * (each costs a call of the library: the word is then left to the other paths).
+   */
+  private segmentSymbols(segment: string, policy: InWordPolicy): Int32Array | null {
+    let v = this.segments.get(segment);
+    if (v === undefined) {
+      if (++this.segmentsNew > SEGMENTS_PER_WORD || /\p{Cs}/u.test(segment)) return null;
+      if (this.segments.size >= SEGMENTS_PER_WORD) this.segments.clear();
+      const n = this.tokenizer.getNormalizer();
+      const normalized = n === null ? segment : n.normalizeString(segment);
+      v = normalized.length === 0 || normalized.includes(" ") || policy.added.some((t) => t.length > 0 && normalized.includes(t)) ? null : Int32Array.from(normalized, (c) => c.codePointAt(0)!);
+      this.segments.set(segment, v);
+    }
+    return v;
+  }
+  private readonly segments = new Map<string, Int32Array | null>();
+  private segmentsNew = 0;
   private seen: Int32Array | null = null;
   private seenStamp = 0;
 
@@ -620,8 +685,9 @@ export class Encoder {
     const word = this.unigramWord(text, from, policy);
     if (!word) return null;
     const { ends, ids } = word.path;
-    // at least two tokens, so that the cut is past a lone marker token
-    const k = Math.max(need, 2);
+    // at least two tokens, so that the cut is past a lone marker token, and one that ends where a segment does
+    let k = Math.max(need, 2);
+    while (k < ends.length && word.at[ends[k - 1]!]! < 0) k++;
     if (ends.length <= k) return null;
     const encoding = await this.tokenizer.encode(text.slice(0, word.at[ends[k - 1]!]!), null, CONTENT_ONLY);
     const got = encoding.getIds();
@@ -641,7 +707,8 @@ export class Encoder {
     if (!word) return null;
     const { ends, ids } = word.path;
     let k = 1;
-    while (k < ends.length && word.at[ends[k - 1]!]! - word.start < 256) k++;
+    while (k < ends.length && (word.at[ends[k - 1]!]! < 0 || word.at[ends[k - 1]!]! - word.start < 256)) k++;
+    if (word.at[ends[k - 1]!]! < 0) return null;
     const [check, after] = await Promise.all([
       this.tokenizer.encode(text.slice(Math.max(0, word.start - 1), word.at[ends[k - 1]!]!), null, CONTENT_ONLY),
       word.end < text.length ? this.tokenizer.encode(text.slice(word.end), null, CONTENT_ONLY) : null,

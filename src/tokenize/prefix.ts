@@ -218,8 +218,9 @@ export interface InWordPolicy {
    */
   unigram: { vocab: UnigramVocab; marker: WordMarker } | null;
   /**
-   * Unigram without byte fallback behind Metaspace / WhitespaceSplit whose normaliser is one composing normal form
-   * (NFC or NFKC) and replacements of spaces only: the form, for normalFormUnknownTail; else null.
+   * Unigram behind Metaspace / WhitespaceSplit whose normaliser is one composing normal form (NFC or NFKC) and
+   * replacements of spaces only: the form, for normalFormUnknownTail and the replica's segments (encode.ts
+   * unigramWord); else null.
    */
   composes: "NFC" | "NFKC" | null;
 }
@@ -413,7 +414,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     ignoreMerges: model.ignore_merges === true,
     suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
     unigram: marker ? { vocab: { pieces: vocab, scores: Float64Array.from(model.vocab as unknown[], (e) => Number((e as unknown[])[1])), unknownId: Number.isInteger(model.unk_id) ? (model.unk_id as number) : null, byteFallback: model.byte_fallback === true }, marker } : null,
-    composes: kind === "unigram" && unknownId !== null && onlyMetaspace(pre) ? composingForm(tj.normalizer as Json) : null,
+    composes: kind === "unigram" && onlyMetaspace(pre) ? composingForm(tj.normalizer as Json) : null,
   };
 }
 
@@ -905,31 +906,61 @@ function starter(ch: string): boolean {
 }
 
 /**
+ * Whether a character has a normalisation boundary before it in every normal form (UAX #15): its canonical and its
+ * compatibility decompositions begin with a starter that is the second character of no canonical composition, and it
+ * is assigned. Then the normal form of a text is that of its part before the character followed by that of the rest.
+ * A character the library's tables do not know yet is a starter without a decomposition there: a boundary too.
+ */
+export function normalFormBoundary(ch: string): boolean {
+  if (/[\p{Cn}\p{Cs}]/u.test(ch)) return false;
+  for (const form of ["NFD", "NFKD"] as const) {
+    const first = String.fromCodePoint(ch.normalize(form).codePointAt(0)!);
+    if (!starter(first) || compositionSecond(first)) return false;
+  }
+  return true;
+}
+
+/**
  * What a character is to normalFormUnknownTail: 0 none; 1 a tail character: what the normaliser makes of it alone
  * (`normalized`) and its decomposition in the pipeline's form (NFD for NFC, NFKD for NFKC) are one or more characters,
- * each in no vocabulary piece (`foreign`), no whitespace, no second character of a canonical composition (nor
- * unassigned), and no added token holds it or any of them; 2 a tail character with a normalisation boundary before
- * it (its decomposition begins with a starter).
+ * each in no vocabulary piece (`foreign`) and no whitespace, none the second character of a canonical composition,
+ * and no added token holds it or any of them; 2 a tail character with a normalisation boundary before it
+ * (normalFormBoundary); 3 the second character of a composition that is otherwise a tail character and its own
+ * decomposition (U+0301), a tail character only right after a plain starter it does not compose with (plainStarter).
  */
-export type TailChar = 0 | 1 | 2;
+export type TailChar = 0 | 1 | 2 | 3;
 export function tailChar(ch: string, normalized: string, form: "NFC" | "NFKC", policy: InWordPolicy, foreign: (ch: string) => boolean): TailChar {
   if (/[\p{Cn}\p{Cs}]/u.test(ch)) return 0;
   const decomposed = [...ch.normalize(form === "NFC" ? "NFD" : "NFKD")];
   const all = [ch, ...normalized, ...decomposed];
   if (normalized.length === 0 || all.some((c) => policy.added.some((t) => t.includes(c)))) return 0;
-  for (const c of [...normalized, ...decomposed]) if (!foreign(c) || WHITESPACE.test(c) || c === "\u2581" || compositionSecond(c)) return 0;
-  return starter(decomposed[0]!) ? 2 : 1;
+  for (const c of [...normalized, ...decomposed]) if (!foreign(c) || WHITESPACE.test(c) || c === "\u2581") return 0;
+  const second = decomposed.some(compositionSecond);
+  if (second) return decomposed.length === 1 && decomposed[0] === ch && normalized === ch && !/\p{Cn}/u.test(ch) ? 3 : 0;
+  return normalFormBoundary(ch) ? 2 : 1;
+}
+
+/**
+ * Whether `c` (a TailChar 3: a composition's second, its own decomposition) composes with nothing right after
+ * `p`: p is a starter that is its own canonical and compatibility decomposition (so the last starter before c in the
+ * decomposed text, with nothing between them to block or reorder) and p followed by c is in both composed forms
+ * (the runtime's tables; a pair of characters the library knows composes there only if it does here, and one it
+ * does not know composes with nothing there).
+ */
+function plainStarter(p: string, c: string): boolean {
+  return p.normalize("NFD") === p && p.normalize("NFKD") === p && starter(p) && (p + c).normalize("NFC") === p + c && (p + c).normalize("NFKC") === p + c;
 }
 
 /**
  * Unigram without byte fallback behind NFC or NFKC (InWordPolicy.composes): the text up to the first character with a
  * normalisation boundary before it in the run of tail characters (tailChar) that ends the text, and that character,
  * which has exactly the whole text's ids; else the text itself. The normal form of the text is that of its part
- * before the boundary followed by that of the run from there (UAX #15). The run's characters decompose into
- * characters that are no composition's second, so nothing composes in the run: its normal form is those
- * characters, reordered, each in no vocabulary piece and no whitespace (the library's decomposition of a character
- * newer than its tables is the character itself, also checked: `normalized`). So they are one-character unknown
- * nodes after the last space, every path of the Viterbi lattice has a boundary at the run's start, and the unknown
+ * before the boundary followed by that of the run from there (UAX #15). Nothing composes in the run: its characters
+ * decompose into characters that are no composition's second, but for seconds right after a starter they do not
+ * compose with (plainStarter), which is then the last starter before them with nothing between. So the run's normal
+ * form is those characters, reordered, each in no vocabulary piece and no whitespace (the library's decomposition of
+ * a character newer than its tables is the character itself, also checked: `normalized`): one-character unknown
+ * nodes after the last space. Every path of the Viterbi lattice has a boundary at the run's start, and the unknown
  * tokens from there are fused into one, as those of the shortened run (one character or more) are: the same ids.
  * Unlike unknownTail, the run's characters need not be their own units (marks that reorder, Thai U+0E33).
  */
@@ -937,14 +968,20 @@ export function normalFormUnknownTail(text: string, policy: InWordPolicy, kind: 
   if (policy.composes === null || policy.model !== "unigram" || policy.unknownId === null || policy.oneClass) return text;
   let p = text.length;
   let s = -1;
+  // a second (3) whose character before must be checked, at `second`
+  let second = -1;
   while (p > 0) {
     const low = text.charCodeAt(p - 1);
     const q = p >= 2 && low >= 0xdc00 && low <= 0xdfff ? p - 2 : p - 1;
     const k = kind(text.codePointAt(q)!);
+    if (second >= 0 && (k === 0 || !plainStarter(codePointAt(text, q), codePointAt(text, second)))) break;
+    second = -1;
     if (k === 0) break;
+    if (k === 3) second = q;
     if (k === 2) s = q;
     p = q;
   }
+  // (a second that starts the run, its character before refused, is before s: s is a tail character of kind 2)
   if (s < 0) return text;
   const end = s + codePointAt(text, s).length;
   return end < text.length ? text.slice(0, end) : text;

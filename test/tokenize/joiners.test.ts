@@ -350,7 +350,7 @@ function composingJson(form: "NFC" | "NFKC"): string {
 const TAIL_PIECES = [
   "ก", "ข", "\u0e31", "\u0e34", "\u0e48", "\u0e38", "\u0e49", "\u0e33", "क", "\u094d", "\u093e", "\u0902", "\u0301", "\u0316", "e", "a", "b",
   "\u1100", "\u1161", "\u11a8", "가", "\u0b47", "\u0b3e", "\u1025", "\u102e", "\u200b", "🇺", "\u00a0", "\u2000", " ", "\u0e48\u0e38", "\u0301\u0316",
-  "\u1100\u1161", "ก\u1100\u1161", "\u0b47\u0b3e", "e\u0316\u0301",
+  "\u1100\u1161", "ก\u1100\u1161", "\u0b47\u0b3e", "e\u0316\u0301", "\u200b\u0301", "ก\u0301", "\u0e48\u0301", "\u1025\u102e", "ก\u1161",
 ];
 
 describe("runs of unknown characters behind NFC / NFKC ending a text are shortened to one character after a boundary (normalFormUnknownTail)", () => {
@@ -402,8 +402,10 @@ describe("runs of unknown characters behind NFC / NFKC ending a text are shorten
     // unknown letters and marks: with a boundary before them, or (non-starters) without
     for (const ch of ["ก", "\u0e31", "\u1100", "\u0b47", "\u200b"]) expect([ch, kind(ch)]).toEqual([ch, 2]);
     for (const ch of ["\u0e48", "\u0e38", "\u0316", "\u094d"]) expect([ch, kind(ch)]).toEqual([ch, 1]);
-    // known, composition seconds, whitespace to NFKC, a piece in the decomposition
-    for (const ch of ["a", "é", "\u0301", "\u1161", "\u0b3e", "\u102e", "\u00a0", "\u2000", " ", "\u0e33", "가"]) expect([ch, kind(ch)]).toEqual([ch, 0]);
+    // composition seconds: only right after a starter they do not compose with (normalFormUnknownTail checks)
+    for (const ch of ["\u0301", "\u1161", "\u0b3e", "\u102e"]) expect([ch, kind(ch)]).toEqual([ch, 3]);
+    // known, whitespace to NFKC, a piece in the decomposition, a second in the decomposition
+    for (const ch of ["a", "é", "\u00a0", "\u2000", " ", "\u0e33", "가", "\u0344", "\u1e08"]) expect([ch, kind(ch)]).toEqual([ch, 0]);
   });
 });
 
