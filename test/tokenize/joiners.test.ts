@@ -428,3 +428,59 @@ describe("COMPOSITION_SECONDS against the runtime's normal forms on every code p
     expect(wrong).toEqual([]);
   }, 60_000);
 });
+
+// Words behind NFC / NFKC read in normalisation segments by the replica (encode.ts unigramWord): letters with marks
+// that compose (e U+0301, jamo, U+0B47 U+0B3E) or reorder (U+0316 U+0301, Thai tone marks and below vowels),
+// Devanagari with its virama, U+0E33 (two characters under NFKC), U+00A0 (a space under NFKC: refused)
+const SEGMENT_PIECES = [
+  "a", "b", "e", "e\u0301", "\u0301", "\u0316", "\u0301\u0316", "\u0334", "\u0489", "é", "\u1100", "\u1161", "\u11a8", "\u1100\u1161", "가",
+  "\u0b47\u0b3e", "ก", "\u0e48", "\u0e38", "\u0e48\u0e38", "\u0e31", "\u0e33", "क", "\u094d", "\u093e", "\u0902", "\u200b", "\u00a0", " ",
+];
+
+describe("the Unigram replica on words read in segments behind NFC / NFKC: the whole word's path, and the prefixes ending at its tokens' ends", () => {
+  const cases: Array<[string, string]> = [
+    ["models/gemma-embed", tokenizerText("models/gemma-embed")!],
+    ["composing, NFKC", composingJson("NFKC")],
+    ["composing, NFC", composingJson("NFC")],
+  ];
+  for (const [name, json] of cases) {
+    test(name, async () => {
+      const rust = Tokenizer.fromString(json);
+      rust.disableTruncation();
+      rust.disablePadding();
+      const encoder = (await Encoder.create(JSON.parse(json), {}, 64)) as unknown as Internals & { unigramWord: (text: string, from: number, policy: InWordPolicy) => { start: number; end: number; path: { ids: Int32Array; ends: Int32Array }; at: Int32Array } | null };
+      const policy = encoder.cuts.inWord;
+      let words = 0;
+      let prefixes = 0;
+      let inside = 0;
+      for (let i = 0; i < 40; i++) {
+        const text = textOfPieces(SEGMENT_PIECES.filter((p) => (i % 2 === 0 || p !== " ") && (i % 4 === 1 || p !== "\u00a0")), 7000 + i, 80 + ((i * 29) % 120));
+        const ids = (await rust.encode(text, null, CONTENT)).getIds();
+        const word = encoder.unigramWord(text, text.length - 1, policy);
+        if (!word || word.end !== text.length) continue;
+        const mine = Array.from(word.path.ids);
+        const label = [name, JSON.stringify(text.slice(word.start))];
+        expect([...label, mine]).toEqual([...label, ids.slice(ids.length - mine.length)]);
+        words++;
+        // every end of the path's tokens that is a segment's end: the prefix up to there ends with the path's first tokens
+        const ends: number[] = [];
+        for (let k = 1; k <= word.path.ends.length; k++) {
+          const at = word.at[word.path.ends[k - 1]!]!;
+          // (a lone marker token ends where the word starts: unigramPrefix takes two tokens at least)
+          if (at < 0) inside++;
+          else if (at > word.start) ends.push(k);
+        }
+        const got = await rust.encodeBatch(ends.map((k) => text.slice(0, word.at[word.path.ends[k - 1]!]!)), CONTENT);
+        for (let j = 0; j < ends.length; j++) {
+          const k = ends[j]!;
+          const g = got[j]!.getIds();
+          expect([...label, k, g.slice(g.length - k)]).toEqual([...label, k, mine.slice(0, k)]);
+          prefixes++;
+        }
+      }
+      expect(words).toBeGreaterThan(10);
+      expect(prefixes).toBeGreaterThan(200);
+      expect(inside).toBeGreaterThan(0);
+    }, 120_000);
+  }
+});
