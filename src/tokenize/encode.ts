@@ -708,7 +708,8 @@ export class Encoder {
     const { ends, ids } = word.path;
     let k = 1;
     while (k < ends.length && (word.at[ends[k - 1]!]! < 0 || word.at[ends[k - 1]!]! - word.start < 256)) k++;
-    if (word.at[ends[k - 1]!]! < 0) return null;
+    // (a long segment, a letter and a million marks, would have the check tokenize it whole)
+    if (word.at[ends[k - 1]!]! - word.start > WHOLE_CHARS) return null;
     const [check, after] = await Promise.all([
       this.tokenizer.encode(text.slice(Math.max(0, word.start - 1), word.at[ends[k - 1]!]!), null, CONTENT_ONLY),
       word.end < text.length ? this.tokenizer.encode(text.slice(word.end), null, CONTENT_ONLY) : null,

@@ -448,7 +448,7 @@ describe("the Unigram replica on words read in segments behind NFC / NFKC: the w
       const rust = Tokenizer.fromString(json);
       rust.disableTruncation();
       rust.disablePadding();
-      const encoder = (await Encoder.create(JSON.parse(json), {}, 64)) as unknown as Internals & { unigramWord: (text: string, from: number, policy: InWordPolicy) => { start: number; end: number; path: { ids: Int32Array; ends: Int32Array }; at: Int32Array } | null };
+      const encoder = (await Encoder.create(JSON.parse(json), {}, 64)) as unknown as { cuts: { inWord: InWordPolicy }; unigramWord: (text: string, from: number, policy: InWordPolicy) => { start: number; end: number; path: { ids: Int32Array; ends: Int32Array }; at: Int32Array } | null };
       const policy = encoder.cuts.inWord;
       let words = 0;
       let prefixes = 0;
