@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramWordPath, type WordPath } from "./unigram";
 
 export interface Encoded {
@@ -103,6 +103,8 @@ export function longestFirst(n1: number, n2: number, budget: number): [number, n
 const WHOLE_CHARS = 16384;
 /** Distinct segments one long word may send to the library's normaliser (encode.ts segmentSymbols) before the replica gives up on it. */
 const SEGMENTS_PER_WORD = 32768;
+/** A segment holds more than twice this many of one mark after its first character before it is read mark by mark (unigramWord). */
+const REPEATED_MARKS = 8;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
@@ -187,7 +189,7 @@ export class Encoder {
         text = this.anyScriptWords ? shortenWordRuns(text, this.cuts.wordPieceMaxChars, this.isWordChar, this.inWordRun) : shortenAsciiRuns(text, this.cuts.wordPieceMaxChars);
       }
       if (this.cuts?.inWord && text.length > WHOLE_CHARS) text = unknownTail(text, this.cuts.inWord, this.charKind);
-      if (this.cuts?.inWord?.composes && text.length > WHOLE_CHARS) text = normalFormUnknownTail(text, this.cuts.inWord, this.tailChar);
+      if (this.cuts?.inWord?.composes && text.length > WHOLE_CHARS) text = normalFormUnknownTail(text, this.cuts.inWord, this.tailChar, (first, mark) => this.repeatedMark(first, mark, this.cuts!.inWord!));
       if (this.cuts && text.length > WHOLE_CHARS) {
         const part = direction === "left" ? this.suffixContent(text, need, this.cuts) : this.prefixContent(text, need, this.cuts, words);
         // the text that `end` indexes: the input shortened as above (the same tokens)
@@ -609,11 +611,45 @@ export class Encoder {
       }
       if (!composes) return null;
       while (next < end && !this.boundaryBefore(text.codePointAt(next)!)) next += text.codePointAt(next)! > 0xffff ? 2 : 1;
+      // a long run of one mark after the segment's first character: that character and two marks, then each mark
+      // alone (repeatedMark)
+      const head = i + (cp > 0xffff ? 2 : 1);
+      const mark = next - head > 2 * REPEATED_MARKS ? text.codePointAt(head)! : -1;
+      const width = mark > 0xffff ? 2 : 1;
+      let repeated = mark >= 0 && this.repeatedMark(cp, mark, policy);
+      for (let j = head; repeated && j < next; j += width) repeated = text.codePointAt(j) === mark;
+      if (repeated) {
+        const first = this.segmentSymbols(text.slice(i, head + 2 * width), policy)!;
+        // room for these symbols and one per code unit of the rest of the word
+        if (n + first.length + (end - head) >= symbols.length) {
+          const grown = new Int32Array(2 * (n + first.length + (end - head)) + 16);
+          grown.set(symbols);
+          symbols = grown;
+          const grownAt = new Int32Array(grown.length + 1);
+          grownAt.set(at);
+          at = grownAt;
+        }
+        seen[cp] = stamp;
+        seen[mark] = stamp;
+        for (const c of first) {
+          seen[c] = stamp;
+          symbols[n++] = c;
+          at[n] = -1;
+        }
+        at[n] = head + 2 * width;
+        for (let j = head + 2 * width; j < next; j += width) {
+          symbols[n++] = mark;
+          at[n] = j + width;
+        }
+        i = next;
+        continue;
+      }
       const segment = this.segmentSymbols(text.slice(i, next), policy);
       if (!segment || segment.includes(markerCp)) return null;
       for (let j = i; j < next; j++) seen[text.codePointAt(j)!] = stamp;
-      if (n + segment.length >= symbols.length) {
-        const grown = new Int32Array(2 * (n + segment.length) + 16);
+      // room for the segment's symbols and one per code unit of the rest of the word
+      if (n + segment.length + (end - next) >= symbols.length) {
+        const grown = new Int32Array(2 * (n + segment.length + (end - next)) + 16);
         grown.set(symbols);
         symbols = grown;
         const grownAt = new Int32Array(grown.length + 1);
@@ -663,6 +699,34 @@ export class Encoder {
     return v;
   }
   private readonly segments = new Map<string, Int32Array | null>();
+
+  /**
+   * Whether a segment that is `first` followed by k >= 2 of one mark normalises to what `first` and two marks do,
+   * followed by the other k - 2 marks alone (unigramWord). `first` is a starter that is its own decomposition and
+   * the mark a non-starter that is its own and that the normaliser keeps alone, so the decomposed segment is the
+   * segment, and reordering leaves a run of one mark as it is. Composition goes left to right without looking
+   * ahead: where the library's normaliser leaves the third mark after the first two (`first` and three marks give
+   * what `first` and two give and the mark), that mark neither composed nor moved, so it stays and blocks every later
+   * one from the last starter (same combining class): they stay too. Cached by pair.
+   */
+  private repeatedMark(first: number, mark: number, policy: InWordPolicy): boolean {
+    const key = first * 0x110000 + mark;
+    let v = this.repeatedMarks.get(key);
+    if (v === undefined) {
+      const f = String.fromCodePoint(first);
+      const m = String.fromCodePoint(mark);
+      const own = (c: string) => c.normalize("NFD") === c && c.normalize("NFKD") === c;
+      const two = this.segmentSymbols(f + m + m, policy);
+      const three = this.segmentSymbols(f + m + m + m, policy);
+      v =
+        own(f) && own(m) && normalFormBoundary(f) && !normalFormStarter(m) && this.normalizeChar(m) === m &&
+        two !== null && three !== null && three.length === two.length + 1 && three[two.length] === mark && two.every((c, k) => three[k] === c);
+      if (this.repeatedMarks.size > 4096) this.repeatedMarks.clear();
+      this.repeatedMarks.set(key, v);
+    }
+    return v;
+  }
+  private readonly repeatedMarks = new Map<number, boolean>();
   private segmentsNew = 0;
   private seen: Int32Array | null = null;
   private seenStamp = 0;

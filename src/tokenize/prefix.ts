@@ -901,6 +901,9 @@ export function compositionSecond(ch: string): boolean {
 }
 
 /** Whether a character has canonical combining class 0 (the runtime's reordering: not moved past U+0334, class 1, nor U+0345, class 240). */
+export function normalFormStarter(ch: string): boolean {
+  return starter(ch);
+}
 function starter(ch: string): boolean {
   return (ch + "\u0334").normalize("NFD") === ch + "\u0334" && ("\u0345" + ch).normalize("NFD") === "\u0345" + ch;
 }
@@ -964,8 +967,10 @@ function plainStarter(p: string, c: string): boolean {
  * tokens from there are fused into one, as those of the shortened run (one character or more) are: the same ids.
  * Unlike unknownTail, the run's characters need not be their own units (marks that reorder, Thai U+0E33).
  */
-export function normalFormUnknownTail(text: string, policy: InWordPolicy, kind: (codePoint: number) => TailChar): string {
+export function normalFormUnknownTail(text: string, policy: InWordPolicy, kind: (codePoint: number) => TailChar, repeated?: (first: number, mark: number) => boolean): string {
   if (policy.composes === null || policy.model !== "unigram" || policy.unknownId === null || policy.oneClass) return text;
+  const marks = repeated ? repeatedMarkTail(text, kind, repeated) : text;
+  if (marks !== text) return marks;
   let p = text.length;
   let s = -1;
   // a second (3) whose character before must be checked, at `second`
@@ -985,6 +990,26 @@ export function normalFormUnknownTail(text: string, policy: InWordPolicy, kind: 
   if (s < 0) return text;
   const end = s + codePointAt(text, s).length;
   return end < text.length ? text.slice(0, end) : text;
+}
+
+/**
+ * normalFormUnknownTail's other case: a text that ends in a run of one mark (a tail character of kind 1 or 3: a
+ * non-starter in no vocabulary piece) after a character `first` with a boundary before it, where `first` and k >= 2
+ * marks normalise as `first` and two marks followed by the other k - 2 marks alone (`repeated`: the library's
+ * normaliser, encode.ts repeatedMark). Then the text up to `first` and three marks has the whole text's ids: the
+ * normal form is the same up to the third mark, and the marks from there are one-character unknown nodes, fused into
+ * one unknown token either way.
+ */
+function repeatedMarkTail(text: string, kind: (codePoint: number) => TailChar, repeated: (first: number, mark: number) => boolean): string {
+  const mark = codePointBefore(text, text.length);
+  const k = kind(mark.codePointAt(0)!);
+  if (k !== 1 && k !== 3) return text;
+  let p = text.length;
+  while (p >= mark.length && text.endsWith(mark, p)) p -= mark.length;
+  const count = (text.length - p) / mark.length;
+  if (p === 0 || count < 4) return text;
+  const first = codePointBefore(text, p).codePointAt(0)!;
+  return repeated(first, mark.codePointAt(0)!) ? text.slice(0, p + 3 * mark.length) : text;
 }
 
 /**

@@ -351,6 +351,8 @@ const TAIL_PIECES = [
   "ก", "ข", "\u0e31", "\u0e34", "\u0e48", "\u0e38", "\u0e49", "\u0e33", "क", "\u094d", "\u093e", "\u0902", "\u0301", "\u0316", "e", "a", "b",
   "\u1100", "\u1161", "\u11a8", "가", "\u0b47", "\u0b3e", "\u1025", "\u102e", "\u200b", "🇺", "\u00a0", "\u2000", " ", "\u0e48\u0e38", "\u0301\u0316",
   "\u1100\u1161", "ก\u1100\u1161", "\u0b47\u0b3e", "e\u0316\u0301", "\u200b\u0301", "ก\u0301", "\u0e48\u0301", "\u1025\u102e", "ก\u1161",
+  // runs of one mark after a letter (repeatedMarkTail): composing with it, not composing, after a precomposed letter
+  "e" + "\u0301".repeat(9), "a" + "\u0301".repeat(7), "ก" + "\u0e48".repeat(8), "x" + "\u0316".repeat(6), "é" + "\u0301".repeat(6), "\u0b47" + "\u0b3e".repeat(5),
 ];
 
 describe("runs of unknown characters behind NFC / NFKC ending a text are shortened to one character after a boundary (normalFormUnknownTail)", () => {
@@ -365,11 +367,12 @@ describe("runs of unknown characters behind NFC / NFKC ending a text are shorten
       const rust = Tokenizer.fromString(json);
       rust.disableTruncation();
       rust.disablePadding();
-      const encoder = (await Encoder.create(JSON.parse(json), {}, 64)) as unknown as { cuts: { inWord: InWordPolicy }; tailChar: (cp: number) => TailChar };
+      const encoder = (await Encoder.create(JSON.parse(json), {}, 64)) as unknown as { cuts: { inWord: InWordPolicy }; tailChar: (cp: number) => TailChar; repeatedMark: (first: number, mark: number, policy: InWordPolicy) => boolean };
       const policy = encoder.cuts.inWord;
       expect(policy.composes).toBe(name.endsWith(", NFC") ? "NFC" : "NFKC");
       let shortened = 0;
       let kept = 0;
+      let repeats = 0;
       for (let i = 0; i < 30; i++) {
         const text = textOfPieces(TAIL_PIECES, 9000 + i, 60 + ((i * 17) % 80));
         const wholes: string[] = [];
@@ -377,7 +380,8 @@ describe("runs of unknown characters behind NFC / NFKC ending a text are shorten
         for (let k = 1; k <= text.length; k++) {
           const prefix = text.slice(0, k);
           if (prefix.charCodeAt(k - 1) >= 0xd800 && prefix.charCodeAt(k - 1) <= 0xdbff) continue;
-          const t = normalFormUnknownTail(prefix, policy, encoder.tailChar);
+          const t = normalFormUnknownTail(prefix, policy, encoder.tailChar, (f, m) => encoder.repeatedMark(f, m, policy));
+          if (t !== prefix && /(.)\1\1$/u.test(t)) repeats++;
           if (t === prefix) kept++;
           else {
             wholes.push(prefix);
@@ -393,6 +397,8 @@ describe("runs of unknown characters behind NFC / NFKC ending a text are shorten
       }
       expect(shortened).toBeGreaterThan(300);
       expect(kept).toBeGreaterThan(300);
+      // (texts cut to their last three marks)
+      expect(repeats).toBeGreaterThan(20);
     }, 120_000);
   }
 
@@ -435,6 +441,10 @@ describe("COMPOSITION_SECONDS against the runtime's normal forms on every code p
 const SEGMENT_PIECES = [
   "a", "b", "e", "e\u0301", "\u0301", "\u0316", "\u0301\u0316", "\u0334", "\u0489", "é", "\u1100", "\u1161", "\u11a8", "\u1100\u1161", "가",
   "\u0b47\u0b3e", "ก", "\u0e48", "\u0e38", "\u0e48\u0e38", "\u0e31", "\u0e33", "क", "\u094d", "\u093e", "\u0902", "\u200b", "\u00a0", " ",
+  // long runs of one mark after a letter, read mark by mark past the first two (repeatedMark): composing (é), not
+  // composing, reordering with what follows the run (U+0316 after U+0301s), after a precomposed letter (é: whole)
+  "a" + "\u0301".repeat(19), "e" + "\u0316".repeat(23), "ก" + "\u0e48".repeat(18), "a" + "\u0301".repeat(17) + "\u0316", "é" + "\u0301".repeat(18),
+  "\u0b47" + "\u0b3e".repeat(18),
 ];
 
 describe("the Unigram replica on words read in segments behind NFC / NFKC: the whole word's path, and the prefixes ending at its tokens' ends", () => {
