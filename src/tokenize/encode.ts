@@ -589,6 +589,16 @@ export class Encoder {
     const composes = policy.composes !== null;
     const stamp = ++this.seenStamp;
     this.segmentsNew = 0;
+    // segments may normalise to more symbols than they have code units (U+0E33 under NFKC): grow both arrays
+    const room = (more: number): void => {
+      if (n + more < symbols.length) return;
+      const grown = new Int32Array(2 * (n + more) + 16);
+      grown.set(symbols);
+      symbols = grown;
+      const grownAt = new Int32Array(grown.length + 1);
+      grownAt.set(at);
+      at = grownAt;
+    };
     let n = 0;
     at[0] = start;
     if (withMarker) symbols[n++] = markerCp;
@@ -621,14 +631,7 @@ export class Encoder {
       if (repeated) {
         const first = this.segmentSymbols(text.slice(i, head + 2 * width), policy)!;
         // room for these symbols and one per code unit of the rest of the word
-        if (n + first.length + (end - head) >= symbols.length) {
-          const grown = new Int32Array(2 * (n + first.length + (end - head)) + 16);
-          grown.set(symbols);
-          symbols = grown;
-          const grownAt = new Int32Array(grown.length + 1);
-          grownAt.set(at);
-          at = grownAt;
-        }
+        room(first.length + (end - head));
         seen[cp] = stamp;
         seen[mark] = stamp;
         for (const c of first) {
@@ -648,14 +651,7 @@ export class Encoder {
       if (!segment || segment.includes(markerCp)) return null;
       for (let j = i; j < next; j++) seen[text.codePointAt(j)!] = stamp;
       // room for the segment's symbols and one per code unit of the rest of the word
-      if (n + segment.length + (end - next) >= symbols.length) {
-        const grown = new Int32Array(2 * (n + segment.length + (end - next)) + 16);
-        grown.set(symbols);
-        symbols = grown;
-        const grownAt = new Int32Array(grown.length + 1);
-        grownAt.set(at);
-        at = grownAt;
-      }
+      room(segment.length + (end - next));
       for (const c of segment) {
         seen[c] = stamp;
         symbols[n++] = c;

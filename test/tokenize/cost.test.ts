@@ -56,6 +56,6 @@ describe("1,000,000 characters of letters and marks without spaces (timed in a f
   // Unigram behind NFKC: Thai, which the fixtures' vocabulary does not know, is one run of unknown characters
   // (normalFormUnknownTail); Devanagari with its virama is read by the replica in normalisation segments (unigramWord)
   for (const name of ["models/gemma-embed", "models/deberta-rerank"]) {
-    test(name, () => expectAtLimit(name, ["Thai with marks", "Devanagari without spaces"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
+    test(name, () => expectAtLimit(name, ["Thai with marks", "Devanagari without spaces", "combining marks", "hangul jamo"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
   }
 });
