@@ -223,6 +223,9 @@ export class Encoder {
         // (countedLength), which decides most pairs (pairLengths); the others are tokenized further (encodeBatch).
         const inside = await this.wordPrefix(text, need, cuts.inWord, words);
         if (inside) return inside;
+        // one unit repeated from the text's start, whose prefixes' tokens shift with their length: the run's period
+        const periodic = words ? null : await this.runPrefix(text, need, cuts, cuts.inWord);
+        if (periodic) return periodic;
         // Unigram words whose prefixes never agree (one letter repeated): the model replicated on the whole word
         const replicated = cuts.inWord.unigram ? await this.unigramPrefix(text, from, need, cuts.inWord, words) : null;
         if (replicated) return replicated;
@@ -426,12 +429,10 @@ export class Encoder {
     // a whitespace window a few characters in: prefixes ending at the run's first positions share no token; in a
     // word, a window at the run's start, else one further in (prefixes shorter than the period's token, e.g. 16
     // zeros on GPT-2's vocabulary, share none either)
-    let boundary = -1;
-    for (const into of space ? [16] : [0, 64]) {
-      boundary = await this.runLeadEnd(text, before, start, end, start + into, unit, policy, cuts);
-      if (boundary >= 0) break;
-    }
-    if (boundary < 0) return null;
+    let lead: { boundary: number } | null = null;
+    for (const into of space ? [16] : [0, 64, 256]) if (!lead) lead = await this.runLeadEnd(text, before, start, end, start + into, unit, policy, cuts);
+    if (!lead) return null;
+    const boundary = lead.boundary;
     const { token, q, n1 } = period;
     const length = (end - boundary) / unit.length;
     const rest = length < n1 ? length : length - q * Math.ceil((length - n1 + 1) / q);
@@ -449,19 +450,48 @@ export class Encoder {
    * Where the tokens common to the prefixes [before, e) for the ends e of a window at or after `from` end, when that
    * is inside the run [start, end) after a whole number of units and between two characters; else -1.
    */
-  private async runLeadEnd(text: string, before: number, start: number, end: number, from: number, unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<number> {
-    if (from >= end) return -1;
+  private async runLeadEnd(text: string, before: number, start: number, end: number, from: number, unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<{ boundary: number; ids: number[] } | null> {
+    if (from >= end) return null;
     const ends = this.runWindow(text, from, policy, cuts);
-    if (!ends || ends[0]! <= start || ends[ends.length - 1]! >= end) return -1;
+    if (!ends || ends[0]! <= start || ends[ends.length - 1]! >= end) return null;
     const lead = await this.prefixTokens(ends.map((e) => text.slice(before, e)), policy);
     const common = commonFirstTokens(lead.ids, lead.offsets);
-    if (common === 0) return -1;
+    if (common === 0) return null;
     const o = lead.offsets[0]!;
     // the common tokens end between two characters (the next token begins there)
-    if (common < o.length && o[common]![0] !== o[common - 1]![1]) return -1;
+    if (common < o.length && o[common]![0] !== o[common - 1]![1]) return null;
     // code points to UTF-16: the lead may hold astral characters
     const boundary = codePointIndex(text, before, o[common - 1]![1]!);
-    return boundary < start || boundary >= end || (boundary - start) % unit.length !== 0 ? -1 : boundary;
+    return boundary < start || boundary >= end || (boundary - start) % unit.length !== 0 ? null : { boundary, ids: lead.ids[0]!.slice(0, common) };
+  }
+
+  /**
+   * The first `need` ids of a text that begins (after at most RUN_LEAD_CHARS characters) with a long run of one unit
+   * that ends at a cut or at the text's end, under byte-level BPE (right truncation: wordPrefix gives up on such a
+   * run, whose prefixes' tokens shift with their length). The prefixes of a window in the run share their first
+   * tokens, which end at a boundary b of the whole text's tokens inside the run (runLeadEnd): those are the text's
+   * first tokens, and no merge of the word crosses b, so the word's tokens right of b are those of its part right of
+   * b alone (runSuffix's argument), a run of m units: by its period (runPeriod) T(u^m) = [t] + T(u^(m - q)) while
+   * m >= n1, so it begins with k times t for m >= n1 + (k - 1) q. Null where that does not apply.
+   */
+  private async runPrefix(text: string, need: number, cuts: CutPolicy, policy: InWordPolicy): Promise<Content | null> {
+    if (!policy.suffixes || policy.ignoreMerges || text.length <= RUN_LEAD_CHARS) return null;
+    const found = runUnit(text, RUN_LEAD_CHARS);
+    if (!found || found.start > RUN_LEAD_CHARS) return null;
+    const { unit, start, end } = found;
+    if (this.isSpace(unit.charCodeAt(0))) return null;
+    if (end < text.length && cutAtOrAfter(text, end, cuts, this.normalizeChar, this.pieces) !== end) return null;
+    const period = await this.runPeriod(unit, policy, cuts);
+    if (!period) return null;
+    let lead: { boundary: number; ids: number[] } | null = null;
+    for (const into of [0, 64, 256]) if (!lead) lead = await this.runLeadEnd(text, 0, start, end, start + into, unit, policy, cuts);
+    if (!lead) return null;
+    const { token, q, n1 } = period;
+    const k = Math.max(0, need - lead.ids.length);
+    const m = (end - lead.boundary) / unit.length;
+    if (m < n1 + Math.max(0, k - 1) * q) return null;
+    const ids = Int32Array.from([...lead.ids, ...new Array<number>(k).fill(token)]);
+    return { ids, words: null, tokens: "some", end: lead.boundary + k * q * unit.length };
   }
 
   /**
@@ -478,8 +508,20 @@ export class Encoder {
     let period: RunPeriod | null = null;
     const units = Math.ceil(RUN_PERIOD_CHARS / unit.length);
     const run = unit.repeat(units);
-    const ends = this.runWindow(run, 64, policy, cuts);
     const unitPoints = codePoints(unit);
+    // a window 64 characters in, else 256 (65 dots on GPT-2's vocabulary are 32 + 24 + 9, 66 or more begin with 64)
+    for (const into of [64, 256]) {
+      period = await this.periodAt(run, into, unit, unitPoints, units, policy, cuts);
+      if (period) break;
+    }
+    this.runPeriods.set(unit, period);
+    return period;
+  }
+
+  /** runPeriod from the prefixes of a window `into` characters into a run of `units` units, or null. */
+  private async periodAt(run: string, into: number, unit: string, unitPoints: number, units: number, policy: InWordPolicy, cuts: CutPolicy): Promise<RunPeriod | null> {
+    let period: RunPeriod | null = null;
+    const ends = this.runWindow(run, into, policy, cuts);
     if (ends) {
       const { ids, offsets } = await this.prefixTokens(ends.map((e) => run.slice(0, e)), policy);
       const first = offsets[0]![0];
@@ -500,7 +542,6 @@ export class Encoder {
         if (holds && q > 0 && n1 + q <= units) period = { token, q, n1 };
       }
     }
-    this.runPeriods.set(unit, period);
     return period;
   }
   private readonly runPeriods = new Map<string, RunPeriod | null>();
@@ -511,7 +552,8 @@ export class Encoder {
    */
   private runWindow(text: string, from: number, policy: InWordPolicy, cuts: CutPolicy): number[] | null {
     if (this.isSpace(text.charCodeAt(from))) return spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar, this.pieces);
-    return wordPrefixWindow(text, from, policy, this.normalizeChar, undefined, this.pieces)?.ends ?? null;
+    // up to 160 positions wide: a run's prefixes are short, and 65 "=" are one of GPT-2's tokens
+    return wordPrefixWindow(text, from, policy, this.normalizeChar, 160, this.pieces)?.ends ?? null;
   }
 
   /**

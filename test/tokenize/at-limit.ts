@@ -51,6 +51,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   // runs of whitespace (one pre-token each under byte-level BPE's regexes: prefix.ts, SpaceRunPolicy)
   ...whitespaceInputs(LIMIT),
   "one punctuation": () => "!".repeat(LIMIT),
+  dots: () => ".".repeat(LIMIT),
+  "equals signs": () => "=".repeat(LIMIT),
   "punctuation and letters": () => letters(LIMIT, "!?.,;:-[]ab", 8),
   // symbols and Greek letters without spaces: U+2260 is "=" to BERT once accents are stripped
   "math symbols": () => letters(LIMIT, "\u2211\u222b\u221a\u221e\u2248\u2260\u2264\u2265\u00b1\u00d7\u00f7\u2202\u2207\u03b1\u03b2\u03b3\u03b4", 23),

@@ -251,7 +251,7 @@ function periodicVariant(): string {
   return JSON.stringify(json);
 }
 
-describe("one character repeated, cut on the left through the run's period", () => {
+describe("one character repeated, cut on the right or the left through the run's period", () => {
   test("roberta-cls with runs of a merged (period 8)", async () => {
     const encoder = await expectLibraryIds("periodic roberta-cls", periodicVariant(), 61, runInputs("a", 8));
     expect(encoder.wordPathChecks.differ).toBe(0);
@@ -264,17 +264,22 @@ describe.skipIf(!existsSync(SHARED))("one character repeated, cut on the left, r
     test(name, async () => {
       // "a": period 4 (roberta) / 8 (CLIP), "!": 8 / 16; "0": 16 on roberta (its first token, 16 zeros, is longer
       // than the prefixes of a window at the run's start: the window further in)
-      const zeros = name.includes("roberta") ? runInputs("0", 16, ["", "x"], ["", "!!"]) : {};
+      // ".": 64 on roberta, found 256 characters into the run (65 dots are 32 + 24 + 9 there); "=": 64, whose windows
+      // are more than 64 positions wide (65 "=" are a token)
+      // (at max length 61: 17,000 characters hold more than 60 tokens of 64 units)
+      // and runs of "." shorter than the tokens asked for (their tokens then end before the max length)
+      const zeros = name.includes("roberta") ? { ...runInputs("0", 16, ["", "x"], ["", "!!"]), ...runInputs(".", 64, [""], [""]) } : {};
       const encoder = await expectLibraryIds(name, tokenizerText(name)!, 509, { ...runInputs("a", 8, [" ", "hé", "hello world "], ["", "!!"]), ...runInputs("!", 16, ["", "x"], ["", " hello"]), ...zeros });
       expect(encoder.wordPathChecks.differ).toBe(0);
       expect(encoder.wordPathChecks.same).toBeGreaterThan(0);
+      if (name.includes("roberta")) await expectLibraryIds(name, tokenizerText(name)!, 61, { ...runInputs(".", 64, ["", "hello world "], ["", " hello"]), ...runInputs("=", 64, ["x"], ["", "!!"]) });
     });
   }
 });
 
 describe.skipIf(!existsSync(SHARED))("1,000,000 characters, one letter cut on the left through the run's period", () => {
   for (const name of ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json"]) {
-    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["one letter", "left"], ["words, then one letter", "left"], ["one zero", "left"]]));
+    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["one letter", "left"], ["words, then one letter", "left"], ["one zero", "left"], ["dots", "right"], ["dots", "left"], ["equals signs", "right"], ["equals signs", "left"]]));
   }
 });
 
