@@ -5,7 +5,8 @@
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
 import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
-import { unigramWordPath, type WordPath } from "./unigram";
+import { unigramFirstTokens, unigramWordPath, type WordPath } from "./unigram";
+import { clusterBoundary, isWhitespace, precompiledWord } from "./clusters";
 
 export interface Encoded {
   ids: Int32Array;
@@ -210,7 +211,12 @@ export class Encoder {
   private async prefixContent(text: string, need: number, cuts: CutPolicy, words: boolean): Promise<Content> {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
-      const at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      let at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      // under Precompiled, a character it turns into whitespace inside a word (ZWJ) ends a pre-token too
+      if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord?.clusters) {
+        const inside = this.spaceInWordCut(text, from, cuts.inWord);
+        if (inside > 0 && (at < 0 || inside < at)) at = inside;
+      }
       // no cut point soon after `from`
       const far = (at < 0 || at > 4 * from) && from < text.length && Number.isFinite(need);
       if (far && cuts.spaceRuns) {
@@ -219,6 +225,10 @@ export class Encoder {
         if (inside) return inside;
       }
       if (far && cuts.inWord) {
+        // A word with marks under Precompiled, whose windows would fail: the replica on the word's first part
+        const marked = cuts.inWord.clusters && this.unitCharNear(text, from, cuts.inWord);
+        const first = marked ? await this.clusterPrefix(text, from, need, cuts.inWord, words) : null;
+        if (first) return first;
         // A long word. For pairs the last word's count is then a lower bound
         // (countedLength), which decides most pairs (pairLengths); the others are tokenized further (encodeBatch).
         const inside = await this.wordPrefix(text, need, cuts.inWord, words);
@@ -615,12 +625,22 @@ export class Encoder {
    * segments, one after another (UAX #15), and a segment that is not one window character is normalised by the
    * library whole (segmentSymbols).
    */
-  private unigramWord(text: string, from: number, policy: InWordPolicy): { start: number; end: number; path: WordPath; at: Int32Array } | null {
-    const { vocab, marker } = policy.unigram!;
+  private unigramWord(text: string, from: number, policy: InWordPolicy): UnigramWord | null {
     const start = text.lastIndexOf(" ", from - 1) + 1;
     let end = text.indexOf(" ", from);
     if (end < 0) end = text.length;
     if (end <= start) return null;
+    // the last word asked for (the right and the left truncation, a pair's count ask for the same one)
+    const last = this.lastWord;
+    if (last && last.text === text && last.start === start && last.end === end && last.policy === policy) return last.word;
+    const word = this.newUnigramWord(text, start, end, policy);
+    this.lastWord = { text, start, end, policy, word };
+    return word;
+  }
+  private lastWord: { text: string; start: number; end: number; policy: InWordPolicy; word: UnigramWord | null } | null = null;
+
+  private newUnigramWord(text: string, start: number, end: number, policy: InWordPolicy): UnigramWord | null {
+    const { vocab, marker } = policy.unigram!;
     const markerCp = marker.marker === null ? -1 : marker.marker.codePointAt(0)!;
     const withMarker = markerCp >= 0 && (start === 0 ? marker.atStart : marker.afterSpace);
     const m = withMarker ? 1 : 0;
@@ -661,7 +681,8 @@ export class Encoder {
         at[n] = i;
         continue;
       }
-      if (!composes) return null;
+      // under Precompiled, a word with marks may still go unit by unit (clusterWord)
+      if (!composes) return policy.clusters ? this.clusterWord(text, start, end, policy, withMarker ? markerCp : -1) : null;
       while (next < end && !this.boundaryBefore(text.codePointAt(next)!)) next += text.codePointAt(next)! > 0xffff ? 2 : 1;
       // a long run of one mark after the segment's first character: that character and two marks, then each mark
       // alone (repeatedMark)
@@ -705,7 +726,7 @@ export class Encoder {
     // added tokens are matched in the raw or the normalised text before the model
     for (const t of policy.added) if (t.length > 0 && [...t].every((ch) => seen[ch.codePointAt(0)!] === stamp)) return null;
     const path = unigramWordPath(symbols.subarray(0, n), vocab, withMarker ? markerCp : -1);
-    return path ? { start, end, path, at: at.subarray(0, n + 1) } : null;
+    return path ? { start, end, path, at: at.subarray(0, n + 1), symbols: symbols.subarray(0, n), marker: withMarker ? markerCp : -1 } : null;
   }
 
   /**
@@ -766,6 +787,153 @@ export class Encoder {
   }
   private readonly repeatedMarks = new Map<number, boolean>();
   private segmentsNew = 0;
+
+  /**
+   * unigramWord of a word with marks under Precompiled (clusters.ts, precompiledWord): the normalised text unit by
+   * unit; `at` is -1 at the positions no prefix may end at (inside a unit). Null where a normalised character is
+   * whitespace or the marker (the pre-tokenizer would split there), or an added token is spelled with the word's
+   * characters.
+   */
+  private clusterWord(text: string, start: number, end: number, policy: InWordPolicy, markerCp: number): UnigramWord | null {
+    const word = this.clusterSymbols(text, start, end, policy, markerCp);
+    const path = word && unigramWordPath(word.symbols, policy.unigram!.vocab, markerCp);
+    return path ? { start, end, path, at: word.at, symbols: word.symbols, marker: markerCp } : null;
+  }
+
+  /**
+   * The Unigram pre-token of text [start, end) with marks under Precompiled (the marker first where `markerCp` >= 0),
+   * `end` a certain cluster boundary or the word's end: clusterWord.
+   */
+  private clusterSymbols(text: string, start: number, end: number, policy: InWordPolicy, markerCp: number, limit?: number): { symbols: Int32Array; at: Int32Array; end: number } | null {
+    const word = precompiledWord(text, start, end, this.normalizeCodePoint, this.normalizeUnit, undefined, limit);
+    if (!word) return null;
+    end = word.end;
+    const m = markerCp >= 0 ? 1 : 0;
+    const symbols = new Int32Array(m + word.n);
+    const at = new Int32Array(m + word.n + 1);
+    at[0] = start;
+    if (m) symbols[0] = markerCp;
+    const seen = (this.seen ??= new Int32Array(0x110000));
+    const stamp = ++this.seenStamp;
+    for (let k = 0; k < word.n; k++) {
+      const cp = word.symbols[k]!;
+      if (seen[cp] !== stamp) {
+        if (cp === markerCp || isWhitespace(cp)) return null;
+        seen[cp] = stamp;
+      }
+    }
+    symbols.set(word.symbols.subarray(0, word.n), m);
+    at.set(word.at.subarray(0, word.n + 1), m);
+    // added tokens are matched in the raw or the normalised text before the model: one spelled with the word's
+    // characters (raw or normalised) could lie inside it
+    // a part of the word (limit): also the characters an added token over its end could reach, raw and normalised
+    const reach = limit === undefined ? end : Math.min(text.length, end + policy.added.reduce((m, t) => Math.max(m, t.length), 0));
+    for (let i = start; i < reach; ) {
+      const cp = text.codePointAt(i)!;
+      seen[cp] = stamp;
+      if (i >= end) for (const c of this.normalizeCodePoint(cp)) seen[c.codePointAt(0)!] = stamp;
+      i += cp > 0xffff ? 2 : 1;
+    }
+    for (const c of reach > end ? this.normalizeUnit(text.slice(end, reach)) : "") seen[c.codePointAt(0)!] = stamp;
+    for (const t of policy.added) if (t.length > 0 && [...t].every((ch) => seen[ch.codePointAt(0)!] === stamp)) return null;
+    return { symbols, at, end };
+  }
+
+  /**
+   * The first `need` or more content ids of a text whose long word around `from` holds marks, under Precompiled: the
+   * Unigram replica on the word's first part only (unigram.ts, unigramFirstTokens: the part's paths meet where the
+   * whole word's path goes), a part that ends where a prefix may end (clusters.ts), 4x longer while too few
+   * tokens are known; the binding tokenizes the text up to the end of the `need`-th token (or a later one where a
+   * prefix may end: clusterWord) and its last ids must be the replica's, else null (and null once the part would be
+   * the whole word: unigramPrefix).
+   */
+  private async clusterPrefix(text: string, from: number, need: number, policy: InWordPolicy, words: boolean): Promise<Content | null> {
+    if (!policy.clusters || !policy.unigram) return null;
+    const { vocab, marker } = policy.unigram;
+    const start = text.lastIndexOf(" ", from - 1) + 1;
+    let end = text.indexOf(" ", from);
+    if (end < 0) end = text.length;
+    const markerCp = marker.marker === null ? -1 : marker.marker.codePointAt(0)!;
+    const withMarker = markerCp >= 0 && (start === 0 ? marker.atStart : marker.afterSpace);
+    for (let span = Math.max(4096, need * 16); start + span < end; span *= 4) {
+      // the part ends where a prefix may end (clusters.ts), the first such position span characters in
+      const part = this.clusterSymbols(text, start, end, policy, withMarker ? markerCp : -1, start + span);
+      if (!part || part.end >= end) return null;
+      const path = unigramFirstTokens(part.symbols, vocab, withMarker ? markerCp : -1);
+      if (!path) continue;
+      // the paths meet, but hardly a token is known (the word is one unknown token so far): the whole word's replica
+      if (path.ids.length <= 1) return null;
+      let k = Math.max(need, 2);
+      while (k <= path.ends.length && part.at[path.ends[k - 1]!]! < 0) k++;
+      if (k > path.ends.length) continue;
+      const cut = part.at[path.ends[k - 1]!]!;
+      const encoding = await this.tokenizer.encode(text.slice(0, cut), null, CONTENT_ONLY);
+      const got = encoding.getIds();
+      if (!this.sameIds(got, got.length - k, path.ids, 0, k)) return null;
+      return { ids: Int32Array.from(got), words: words ? encoding.getWordIds() : null, tokens: "some", end: cut };
+    }
+    return null;
+  }
+
+  /**
+   * Under Precompiled alone (InWordPolicy.clusters): the first position at or after `from` (within 65,536 characters)
+   * where a prefix normalises as the whole text does (clusters.ts: a certain cluster boundary, or 6 bytes or more into
+   * a known cluster) and its normalised text ends with whitespace (ZWJ inside an emoji sequence becomes a space), or
+   * -1. The whole text's pre-tokens (WhitespaceSplit, Metaspace) before that whitespace are the prefix's, so the
+   * prefix's tokens are all the whole text's first ones, as at a space; no added token may lie across it (each has a
+   * character that is not within its length of the position, raw or normalised).
+   */
+  private spaceInWordCut(text: string, from: number, policy: InWordPolicy): number {
+    // the walk starts at a certain cluster boundary
+    let a = from;
+    for (let steps = 0; a < text.length && !clusterBoundary(text, a); steps++) {
+      if (steps >= 256) return -1;
+      a += text.codePointAt(a)! > 0xffff ? 2 : 1;
+    }
+    const end = Math.min(text.length, a + 65_536);
+    const word = precompiledWord(text, a, end, this.normalizeCodePoint, this.normalizeUnit, undefined, a + 1, true);
+    if (!word || word.end >= end) return -1;
+    const c = word.end;
+    const reach = policy.added.reduce((m, t) => Math.max(m, t.length), 0);
+    const around = text.slice(Math.max(0, c - reach), c + reach);
+    const near = new Set([...around, ...this.normalizeUnit(around)]);
+    if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => near.has(ch)))) return -1;
+    return c;
+  }
+
+  /** Whether one of the 256 characters from `from` is no window character (a mark: clusterPrefix). */
+  private unitCharNear(text: string, from: number, policy: InWordPolicy): boolean {
+    const symbolOf = (this.wordSymbols ??= new Int32Array(0x110000));
+    for (let i = from, k = 0; i < text.length && k < 256; k++) {
+      const cp = text.codePointAt(i)!;
+      let v = symbolOf[cp]!;
+      if (v === 0) v = this.wordSymbolOf(cp, policy);
+      if (v < 0 && cp !== 32) return true;
+      i += cp > 0xffff ? 2 : 1;
+    }
+    return false;
+  }
+
+  /** normalizeChar by code point (cached in an array). */
+  private readonly normalizeCodePoint = (cp: number): string => {
+    let v = this.normalizedCp[cp];
+    if (v === undefined) this.normalizedCp[cp] = v = this.normalizeChar(String.fromCodePoint(cp));
+    return v;
+  };
+  private readonly normalizedCp: string[] = [];
+
+  /** The library's normaliser on the characters between two certain cluster boundaries (cached by the text). */
+  private readonly normalizeUnit = (unit: string): string => {
+    let v = this.normalizedUnits.get(unit);
+    if (v === undefined) {
+      const n = this.tokenizer.getNormalizer();
+      v = n === null ? unit : n.normalizeString(unit);
+      if (this.normalizedUnits.size > 65_536) this.normalizedUnits.clear();
+      this.normalizedUnits.set(unit, v);
+    }
+    return v;
+  };
+  private readonly normalizedUnits = new Map<string, string>();
   private seen: Int32Array | null = null;
   private seenStamp = 0;
 
@@ -787,10 +955,16 @@ export class Encoder {
     const word = this.unigramWord(text, from, policy);
     if (!word) return null;
     const { ends, ids } = word.path;
-    // at least two tokens, so that the cut is past a lone marker token, and one that ends where a segment does
+    // at least two tokens, so that the cut is past a lone marker token; a word with marks: up to a token end where a
+    // prefix may end (clusterWord)
     let k = Math.max(need, 2);
     while (k < ends.length && word.at[ends[k - 1]!]! < 0) k++;
-    if (ends.length <= k) return null;
+    if (ends.length <= k) {
+      // a word that starts the text with fewer tokens than needed (t5's one unknown token for a Thai word): all of them
+      if (word.start !== 0) return null;
+      const all = await this.unigramSuffix(text, from, need, policy);
+      return all?.tokens === "whole" ? all : null;
+    }
     const encoding = await this.tokenizer.encode(text.slice(0, word.at[ends[k - 1]!]!), null, CONTENT_ONLY);
     const got = encoding.getIds();
     if (!this.sameIds(got, got.length - k, ids, 0, k)) return null;
@@ -810,16 +984,27 @@ export class Encoder {
     const { ends, ids } = word.path;
     let k = 1;
     while (k < ends.length && (word.at[ends[k - 1]!]! < 0 || word.at[ends[k - 1]!]! - word.start < 256)) k++;
-    // (a long segment, a letter and a million marks, would have the check tokenize it whole)
-    if (word.at[ends[k - 1]!]! - word.start > WHOLE_CHARS) return null;
+    // the first tokens reach far (t5's one unknown token for a whole Thai word): the replica is checked on the word's
+    // first few hundred characters alone instead (to a position where a prefix may end), all their ids
+    let q = ends[k - 1]!;
+    let expected: ArrayLike<number> = ids;
+    if (word.at[q]! - word.start > 4096) {
+      q = 1;
+      while (q < word.symbols.length && (word.at[q]! < 0 || word.at[q]! - word.start < 256)) q++;
+      const part = unigramWordPath(word.symbols.subarray(0, q), policy.unigram!.vocab, word.marker);
+      if (!part) return null;
+      expected = part.ids;
+      k = part.ids.length;
+    }
     const [check, after] = await Promise.all([
-      this.tokenizer.encode(text.slice(Math.max(0, word.start - 1), word.at[ends[k - 1]!]!), null, CONTENT_ONLY),
+      this.tokenizer.encode(text.slice(Math.max(0, word.start - 1), word.at[q]!), null, CONTENT_ONLY),
       word.end < text.length ? this.tokenizer.encode(text.slice(word.end), null, CONTENT_ONLY) : null,
     ]);
     const got = check.getIds();
-    if (!this.sameIds(got, 0, ids, 0, k, got.length === k)) return null;
+    if (!this.sameIds(got, 0, expected, 0, k, got.length === k)) return null;
     const tail = after ? after.getIds() : [];
-    if (ids.length + tail.length < need) return null;
+    // fewer tokens than needed are all of the text's when the word starts it
+    if (word.start > 0 && ids.length + tail.length < need) return null;
     const out = new Int32Array(ids.length + tail.length);
     out.set(ids, 0);
     out.set(tail, ids.length);
@@ -1300,6 +1485,20 @@ export class Encoder {
   decode(ids: readonly number[], skipSpecialTokens: boolean): Promise<string> {
     return this.tokenizer.decode([...ids], skipSpecialTokens);
   }
+}
+
+/**
+ * A long Unigram word (Encoder.unigramWord): UTF-16 [start, end) in the text, its pre-token's symbols (the marker
+ * first where `marker` >= 0) and best path, and at[p] the UTF-16 index of the pre-token's position p (-1 where no
+ * prefix may end: inside a unit of a word with marks, clusterWord).
+ */
+interface UnigramWord {
+  start: number;
+  end: number;
+  path: WordPath;
+  at: Int32Array;
+  symbols: Int32Array;
+  marker: number;
 }
 
 /** Periodic structure of a run of one character (Encoder.runPeriod). */

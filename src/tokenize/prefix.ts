@@ -223,6 +223,11 @@ export interface InWordPolicy {
    * unigramWord); else null.
    */
   composes: "NFC" | "NFKC" | null;
+  /**
+   * Unigram (`unigram` set) behind SentencePiece's Precompiled map alone: a long word that holds marks is normalised
+   * unit by unit between certain grapheme-cluster boundaries (clusters.ts).
+   */
+  clusters: boolean;
 }
 
 /**
@@ -413,6 +418,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     everyByte: kind === "bpe-bytes" && allBytes(vocab),
     ignoreMerges: model.ignore_merges === true,
     suffixes: kind === "bpe-bytes" && !prefixSpace(pre) && !(typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "") && !touchesStart(tj.normalizer as Json),
+    clusters: marker !== null && joiner === GRAPHEME_JOINER && precompiledOnly(tj.normalizer as Json),
     unigram: marker ? { vocab: { pieces: vocab, scores: Float64Array.from(model.vocab as unknown[], (e) => Number((e as unknown[])[1])), unknownId: Number.isInteger(model.unk_id) ? (model.unk_id as number) : null, byteFallback: model.byte_fallback === true }, marker } : null,
     composes: kind === "unigram" && onlyMetaspace(pre) ? composingForm(tj.normalizer as Json) : null,
   };
@@ -1856,6 +1862,11 @@ let CONTROLS: string[] | null = null;
 const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}]/u;
 
 /** Whether a normaliser is Precompiled, or a Sequence that begins with it. */
+/** Precompiled alone (a Sequence of it alone): clusters.ts normalises a word unit by unit with it. */
+function precompiledOnly(n: Json): boolean {
+  return normalizerParts(n).length === 1 && precompiledFirst(n);
+}
+
 function precompiledFirst(n: Json): boolean {
   if (n?.type === "Precompiled") return true;
   return n?.type === "Sequence" && list(n.normalizers)[0]?.type === "Precompiled";

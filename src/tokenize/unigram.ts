@@ -90,6 +90,41 @@ export function serdeF64(x: number): number {
 export function unigramWordPath(symbols: Int32Array, vocab: UnigramVocab, marker: number): WordPath | null {
   const n = symbols.length;
   if (n === 0) return { ends: new Int32Array(0), ids: new Int32Array(0) };
+  const pass = forwardPass(symbols, vocab, marker);
+  return pass ? pathTo(n, pass.from, pass.tok, vocab, false) : null;
+}
+
+/**
+ * The first tokens of the best path of a pre-token of which `symbols` are the first ones (the marker first where the
+ * pre-tokenizer puts one), however it goes on: the forward pass over these symbols alone gives every position's best
+ * path up to the last (each depends only on the symbols before it), and the whole pre-token's path, read back from
+ * its end in steps of at most `longest` symbols (the longest piece spelled with these symbols; an unknown node is
+ * one), visits one of the last `longest` positions here; where the paths of all of them go through one position p,
+ * so does the whole pre-token's: its tokens up to p are the ones given (unknown tokens fused, a last unknown one
+ * left out, since it may be fused with one after p). Null where they meet nowhere past the start, or where the
+ * replica does not apply (unigramWordPath).
+ */
+export function unigramFirstTokens(symbols: Int32Array, vocab: UnigramVocab, marker: number): WordPath | null {
+  const n = symbols.length;
+  const pass = forwardPass(symbols, vocab, marker);
+  if (!pass || n <= pass.longest) return null;
+  const { from } = pass;
+  // the meeting point of the paths to n - longest + 1 .. n (each step goes back: from[x] < x)
+  let p = n;
+  for (let x = n - pass.longest + 1; x < n; x++) {
+    let a = p;
+    let b = x;
+    while (a !== b) if (a > b) a = from[a]!;
+    else b = from[b]!;
+    p = a;
+  }
+  if (p <= 0) return null;
+  return pathTo(p, from, pass.tok, vocab, true);
+}
+
+/** The forward pass over `symbols` (unigramWordPath), or null where it is not replicated. */
+function forwardPass(symbols: Int32Array, vocab: UnigramVocab, marker: number): { from: Int32Array; tok: Int32Array; longest: number } | null {
+  const n = symbols.length;
   const markerFirst = marker >= 0 && symbols[0] === marker;
   // the pre-token's alphabet, sorted: symbol k is its k-th code point; the marker (first place only) is the last
   const inBmp = new Uint8Array(0x10000);
@@ -119,8 +154,21 @@ export function unigramWordPath(symbols: Int32Array, vocab: UnigramVocab, marker
   best[0] = 0;
   from.fill(-1);
   if (!forward(sym, trie, best, from, tok, vocab.unknownId !== null && !vocab.byteFallback ? vocab.unknownId : -1, unknownScore)) return null;
+  return { from, tok, longest: trie.longest };
+}
+
+/**
+ * The path to position n read back from the pass's `from` and `tok`, unknown tokens fused; with `dropLastUnknown`,
+ * without a last unknown token (null when none is left, or the model has byte fallback).
+ */
+function pathTo(n: number, from: Int32Array, tok: Int32Array, vocab: UnigramVocab, dropLastUnknown: boolean): WordPath | null {
   // back from the end; a token with the unknown id is fused with unknown ones before it
   const unknown = vocab.unknownId ?? -1;
+  if (dropLastUnknown) {
+    if (vocab.byteFallback) return null;
+    while (n > 0 && tok[n] === unknown) n = from[n]!;
+    if (n <= 0) return null;
+  }
   let count = 0;
   for (let e = n; e > 0; e = from[e]!) if (tok[e] !== unknown || from[e] === 0 || tok[from[e]!] !== unknown) count++;
   const ends = new Int32Array(count);
@@ -206,6 +254,8 @@ interface Trie {
   shift: number;
   termId: Int32Array;
   termScore: Float64Array;
+  /** The most symbols a piece of the trie has. */
+  longest: number;
 }
 
 /** The forward pass over `sym` (best, from, tok filled); false where an unknown node is needed and not replicated. */
@@ -314,6 +364,7 @@ function trieFor(vocab: UnigramVocab, alphabet: readonly number[], marker: numbe
   if (marker >= 0) for (const cp of [-1, ...alphabet]) candidates.push(index.afterMarker.get(cp) ?? []);
   const edges = new Edges();
   const terminal: number[] = [-1];
+  let longest = 1;
   for (const ids of candidates) {
     for (const id of ids) {
       const piece = vocab.pieces[id]!;
@@ -327,9 +378,11 @@ function trieFor(vocab: UnigramVocab, alphabet: readonly number[], marker: numbe
       // only pieces whose every symbol is in the pre-token get trie nodes
       if (!ok) continue;
       let node = 0;
+      let depth = 0;
       for (let i = 0; i < piece.length; ) {
         const cp = piece.codePointAt(i)!;
         const ix = symbolAt(i, cp);
+        if (++depth > longest) longest = depth;
         let next = edges.get(node, ix);
         if (next < 0) {
           next = terminal.length;
@@ -349,7 +402,7 @@ function trieFor(vocab: UnigramVocab, alphabet: readonly number[], marker: numbe
   // children in a dense table for the first nodes (all of them for a few letters), the rest in the hash table
   const denseNodes = Math.min(nodes, Math.floor((1 << 21) / width));
   const { keyNode, keySym, value, mask, shift } = edges;
-  const trie: Trie = { indexOf, dense: edges.dense(denseNodes, width), denseNodes, width, keyNode, keySym, value, mask, shift, termId, termScore };
+  const trie: Trie = { indexOf, dense: edges.dense(denseNodes, width), denseNodes, width, keyNode, keySym, value, mask, shift, termId, termScore, longest };
   TRIES.set(vocab, { key, trie });
   return trie;
 }

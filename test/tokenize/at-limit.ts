@@ -66,6 +66,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   "Devanagari without spaces": () => letters(LIMIT, "कखगमरन\u093e\u093f\u0940\u094d\u0902", 12),
   // emoji joined by ZWJ, with skin tones and variation selectors (BERT drops the joiners and selectors)
   "emoji ZWJ sequences": () => sequences(LIMIT, ["👨\u200d👩\u200d👧", "👍🏽", "🏳\ufe0f\u200d🌈", "❤\ufe0f"], 13),
+  // letters under stacked combining marks (one grapheme cluster of 6 bytes or more per letter, mostly)
+  zalgo: () => letters(LIMIT, "abc\u0301\u0316\u0334\u0358\u0489", 7),
   // characters that the SentencePiece family's windows admit per normaliser (prefix.ts joinerOf, whitespaceRules)
   controls: () => "\u0001".repeat(LIMIT),
   "emoji flags": () => "🇺🇸".repeat(LIMIT / 4),
