@@ -208,10 +208,11 @@ describe("the joiners of each pipeline", () => {
   }, 60_000);
 });
 
-describe("marks with a normalisation boundary before them (NORMAL_FORM_BOUNDARY_MARKS), against the runtime's normal forms on every code point", () => {
-  // every starter (canonical combining class 0: not reordered with U+0334, class 1, nor U+0345, class 240) that is the
-  // second character of a canonical composition, found by decomposing every code point
-  const starter = (ch: string) => (ch + "\u0334").normalize("NFD") === ch + "\u0334" && ("\u0345" + ch).normalize("NFD") === "\u0345" + ch;
+/**
+ * Every second character of a canonical composition, in the runtime's tables: the characters after the first of the
+ * canonical decomposition of every code point that NFC keeps composed (a scan of all code points).
+ */
+function compositionSeconds(): Set<string> {
   const seconds = new Set<string>();
   for (let cp = 0; cp < 0x110000; cp++) {
     if (cp >= 0xd800 && cp <= 0xdfff) continue;
@@ -219,6 +220,14 @@ describe("marks with a normalisation boundary before them (NORMAL_FORM_BOUNDARY_
     const parts = [...ch.normalize("NFD")];
     if (parts.length >= 2 && ch.normalize("NFC") === ch) for (const x of parts.slice(1)) seconds.add(x);
   }
+  return seconds;
+}
+
+describe("marks with a normalisation boundary before them (NORMAL_FORM_BOUNDARY_MARKS), against the runtime's normal forms on every code point", () => {
+  // every starter (canonical combining class 0: not reordered with U+0334, class 1, nor U+0345, class 240) that is the
+  // second character of a canonical composition, found by decomposing every code point
+  const starter = (ch: string) => (ch + "\u0334").normalize("NFD") === ch + "\u0334" && ("\u0345" + ch).normalize("NFD") === "\u0345" + ch;
+  const seconds = compositionSeconds();
   // a boundary before ch in the composed form's normal forms (NFC: its canonical decomposition, NFKC: its compatibility
   // one) begins with a starter that is no composition's second
   const boundaryIn = (ch: string, decomposed: "NFD" | "NFKD") => { const first = [...ch.normalize(decomposed)][0]!; return starter(first) && !seconds.has(first); };
@@ -418,13 +427,7 @@ describe("runs of unknown characters behind NFC / NFKC ending a text are shorten
 describe("COMPOSITION_SECONDS against the runtime's normal forms on every code point", () => {
   test("a character is listed exactly when it is the second of a canonical composition", () => {
     const wrong: string[] = [];
-    const seconds = new Set<string>();
-    for (let cp = 0; cp < 0x110000; cp++) {
-      if (cp >= 0xd800 && cp <= 0xdfff) continue;
-      const ch = String.fromCodePoint(cp);
-      const parts = [...ch.normalize("NFD")];
-      if (parts.length >= 2 && ch.normalize("NFC") === ch) for (const x of parts.slice(1)) seconds.add(x);
-    }
+    const seconds = compositionSeconds();
     for (let cp = 0; cp < 0x110000; cp++) {
       if (cp >= 0xd800 && cp <= 0xdfff) continue;
       const ch = String.fromCodePoint(cp);
