@@ -1354,7 +1354,11 @@ const IS_PUNCTUATION = /[\p{P}!-\/:-@[-`{-~]/u;
  * candidate is decided by punctuationCutAt with the tokenizer's own normaliser and pre-tokenizer.
  */
 const MAYBE_PUNCTUATION = new RegExp(`[${IS_PUNCTUATION.source.slice(1, -1)}\u1fef\u2260\u226e\u226f]`, "u");
-const PUNCTUATION = new RegExp(MAYBE_PUNCTUATION.source, "gu");
+/**
+ * Where punctuationCut looks: MAYBE_PUNCTUATION, and whitespace other than U+0020 (a tab, U+00A0, U+3000: BERT's
+ * normaliser makes a space of each, which the pre-tokenizer drops; space cuts are taken at U+0020 only).
+ */
+const PUNCTUATION = new RegExp(`[${IS_PUNCTUATION.source.slice(1, -1)}\u1fef\u2260\u226e\u226f\t-\r\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]`, "gu");
 
 /** The first punctuation cut in [from, before) (CutPolicy.punctuation), or -1: before or after a punctuation mark. */
 function punctuationCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): number {
@@ -1380,13 +1384,37 @@ function punctuationCut(text: string, from: number, before: number, added: reado
 function punctuationCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): boolean {
   const a = codePointBefore(text, q);
   const b = codePointAt(text, q);
-  if (b === "" || a === "" || (!MAYBE_PUNCTUATION.test(a) && !MAYBE_PUNCTUATION.test(b))) return false;
+  if (b === "" || a === "") return false;
+  if (WHITESPACE.test(a)) return whitespaceCutAt(a, b, added, normalize, pieces);
+  if (!MAYBE_PUNCTUATION.test(a) && !MAYBE_PUNCTUATION.test(b)) return false;
   const na = normalize(a);
   const nb = normalize(b);
   // punctuation to the pre-tokenizer, which sees the normalised text (U+2260 is "=" there)
   if (!IS_PUNCTUATION.test(na) && !IS_PUNCTUATION.test(nb)) return false;
   // an added token is matched in the raw text or, normalised (PyLate's "[Q] " as "[q] "), in the normalised one
   return ownUnit(a, na) && ownUnit(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb) || [...t].map(normalize).join("").includes(na + nb)) && pieces(na + nb) >= 2;
+}
+
+/**
+ * Whether the position between a whitespace character `a` and `b` is a cut under BERT's pipeline (punctuationCut
+ * finds them): BertNormalizer makes each whitespace character alone a space (clean_text, per character; a space is a
+ * starter that composes with nothing, so accent stripping's NFD leaves the text on its two sides apart), and
+ * BertPreTokenizer drops it (the library's pre-tokenizer gives no piece for `a` normalised) and splits there whatever
+ * stands around it; `b` is no whitespace and its own unit; no added token holds the two, raw or normalised (an
+ * occurrence across the position would). So the text before the position has the whole text's pre-tokens before it,
+ * the text after it those after it. Texts whose words are separated by tabs, U+00A0 or U+3000 and no U+0020 space had
+ * no cut at all.
+ */
+function whitespaceCutAt(a: string, b: string, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): boolean {
+  if (WHITESPACE.test(b)) return false;
+  const na = normalize(a);
+  const nb = normalize(b);
+  return (
+    /^ +$/.test(na) &&
+    pieces(na) === 0 &&
+    ownUnit(b, nb) &&
+    !added.some((t) => t.includes(a + b) || t.includes(na + nb) || [...t].map(normalize).join("").includes(na + nb))
+  );
 }
 
 /** Cheap class codes by code point for the backward scan (0 not yet known, 1 letter, 2 number, 3 other, 4 space). */

@@ -34,6 +34,8 @@ function inputs(seed: number): Record<string, string> {
   out["brackets"] = "[[]]".repeat(LONG / 4);
   out["words, then dots"] = "hello world ".repeat(100) + ".".repeat(LONG);
   out["dots, then words"] = ".".repeat(LONG) + " hello world".repeat(100);
+  out["words between tabs"] = "hello\tworld\tagain\t".repeat(LONG / 18);
+  out["words between U+00A0 and U+3000"] = textOfPieces(["hello", "world", "\u00a0", "\u3000", "[MASK]", "é"], seed, LONG);
   out["math symbols"] = textOfPieces([..."\u2211\u222b\u221a\u221e\u2248\u2260\u2264\u2265\u00b1\u00d7\u00f7\u2202\u2207\u03b1\u03b2\u03b3\u03b4"], seed, LONG);
   return out;
 }
@@ -67,6 +69,20 @@ describe("where a punctuation cut is taken", () => {
     expect(cutAtOrAfter("ab\u2260cd", 1, cutPolicy(cased)!, (ch) => casedNormalizer.normalizeString(ch), pieces)).toBe(-1);
   });
 
+  test("after whitespace other than U+0020 (a tab, U+00A0, U+3000), before what is not whitespace", () => {
+    expect(cutAtOrAfter("hello\u00a0world", 1, policy, normalize, pieces)).toBe(6);
+    expect(cutAtOrAfter("hello\t\u3000world", 1, policy, normalize, pieces)).toBe(7);
+    expect(cutAtOrBefore("hello\u3000world\tagain", 14, policy, normalize, pieces)).toBe(12);
+    // not inside a run of whitespace, nor before a mark
+    expect(cutAtOrAfter("ab\t\u0301cd", 1, policy, normalize, pieces)).toBe(-1);
+    // nor inside an added token that holds the whitespace and what follows it
+    const withTab = JSON.parse(json);
+    withTab.added_tokens.push({ id: 1 + Math.max(...(Object.values(withTab.model.vocab) as number[])), content: "x\ty", single_word: false, lstrip: false, rstrip: false, normalized: false, special: false });
+    expect(cutAtOrAfter("abx\tyz", 1, policy, normalize, pieces)).toBe(4);
+    // (the token's end is a cut: addedCut)
+    expect(cutAtOrAfter("abx\tyz", 1, cutPolicy(withTab)!, normalize, pieces)).toBe(5);
+  });
+
   test("never inside an added token, next to a mark or without the pre-tokenizer's count", () => {
     // "[CLS]": every neighbouring pair is inside the token
     expect(cutAtOrAfter("x[CLS]".repeat(3), 2, policy, normalize, pieces)).toBe(6);
@@ -83,6 +99,6 @@ describe("where a punctuation cut is taken", () => {
 
 describe("1,000,000 characters of punctuation (timed in a fresh process: at-limit.ts)", () => {
   for (const name of ["models/bert-mean-norm", "models/colbert-pylate"]) {
-    test(name, () => expectAtLimit(name, ["one punctuation", "punctuation and letters", "math symbols"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
+    test(name, () => expectAtLimit(name, ["one punctuation", "punctuation and letters", "math symbols", "words between tabs", "words between NBSP"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
   }
 });
