@@ -1342,7 +1342,78 @@ function classCutAt(text: string, q: number, added: readonly string[], normalize
   const na = normalize(a);
   const nb = normalize(b);
   const own = (ch: string, n: string) => ownUnit(ch, n, joiner) && classOf(ch) === classOf(n);
-  return own(a, na) && own(b, nb) && !added.some((t) => t.includes(a + b) || t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
+  if (!own(a, na) || added.some((t) => t.includes(a + b))) return false;
+  if (own(b, nb)) return !added.some((t) => t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
+  return joiner === NFC_JOINER && pieces !== undefined && markCutAt(text, q, na, added, normalize, pieces);
+}
+
+/** The most code points markCutAt reads from its cut to the next normalisation boundary (past it: no cut). */
+const MARK_SEGMENT = 32;
+
+/**
+ * Whether q is a class cut behind NFC (classCutAt, NFC_JOINER: NFC, Lowercase, whitespace Replace, then one of the
+ * accepted regexes and byte-level BPE) where the character b after it is not its own unit: a letter or number `a`
+ * followed by a non-starter mark (Arabic harakat U+064E-0651, ccc 30-33; Hebrew niqqud; U+0316). classCutAt has
+ * checked that `a` is its own unit (one character `na` of its class once normalised, with a normalisation boundary
+ * before it) and that no added token holds a + b.
+ *
+ * Normalisation. Let W = X a S Y, where the segment S runs from b (at q) up to the first character c after it with a
+ * normalisation boundary before it in the pipeline's output too (normalFormBoundary of c and of normalize(c)), or to
+ * the text's end, at most MARK_SEGMENT code points (past that: no cut). Conditions:
+ * (1) `a` and `na` are plain starters (plainStarter: one code point, canonical combining class 0, their own canonical
+ *     and compatibility decompositions, no composition's second character);
+ * (2) no character of the decompositions (canonical and compatibility) of S's characters, and of what the normaliser
+ *     makes of each alone, is the second character of a canonical composition (COMPOSITION_SECONDS; U+064E-0651 are
+ *     not, U+0653-0655 are: alef + U+0653 is U+0622).
+ * Lowercase and whitespace Replace work per character (Replace touches only whitespace, and neither a, S nor the
+ * positions around q hold any), so wherever they stand in the sequence, NFC sees X' a' S' Y', each part mapped alone,
+ * where a' decomposes to `na` (1: NFD(NFC(x)) = NFD(x)), S' has no composition second in its decomposition (2) and Y'
+ * starts with a boundary (c's output). NFC is decomposition, canonical reordering and composition:
+ * - decomposition works per character: D(W') = D(X') na D(S') D(Y');
+ * - reordering sorts each run of non-starters and stops at starters: na is one, so no mark of S' moves before it, and
+ *   Y' begins with a starter, so R(D(W')) = R(D(X') na) R(D(S')) R(D(Y'));
+ * - composition joins a character to the last starter before it only when the pair is a canonical composition, whose
+ *   second it then is: no character of R(D(S')) is one, so none joins anything (nothing composes with `na` after it:
+ *   it composes with nothing that follows in the segment); `na` is no second either, so it joins nothing before it;
+ *   Y' starts with a starter that is no second, and every later character's last starter is at or after it. So each
+ *   character of X' na composes as in X' na alone, and each from S' on as in S' Y' alone.
+ * Hence NF(W) = NF(X a) + NF(S Y), and NF(X a) ends with `na`: the normalised text splits at q.
+ * (Under NFC the plainness of `a` is stronger than needed: every letter whose NFC is one character gives the same
+ * with one more mark after it, by a scan of all code points; the proof above needs it, and Arabic, Hebrew and Latin
+ * base letters have it.)
+ *
+ * Pre-tokens. The first character f of NF(S) (after reordering: shadda U+0651, ccc 33, written before fatha U+064E,
+ * ccc 30, goes after it) must be no letter, number or whitespace to JavaScript, and the library's pre-tokenizer must
+ * split `na` + f in two (`pieces`): then the text splits at q as for any class cut (classCutAt: a letter's or a
+ * number's pre-token never goes on into such a character under the accepted regexes, and the pre-token after q is
+ * matched from q, the regexes having no look-behind). An added token matched in the raw text across q would hold a + b
+ * (classCutAt refused that), one matched in the normalised text `na` + f. Byte-level BPE and CLIP's end-of-word suffix
+ * ("</w>", at the end of each pre-token) work per pre-token: the text before q has the whole text's tokens before q,
+ * the text from q those from q. The other way, a mark followed by a letter, is no cut here: Qwen's
+ * `[^\r\n\p{L}\p{N}]?\p{L}+` takes one non-letter before the letters after it.
+ */
+function markCutAt(text: string, q: number, na: string, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): boolean {
+  if (!plainStarterAlone(codePointBefore(text, q)) || !plainStarterAlone(na)) return false;
+  let e = q;
+  for (let n = 0; e < text.length; n++) {
+    const c = codePointAt(text, e);
+    const nc = normalize(c);
+    if (e > q && nc !== "" && normalFormBoundary(c) && normalFormBoundary(nc)) break;
+    if (n >= MARK_SEGMENT || composesAfter(c) || composesAfter(nc)) return false;
+    e += c.length;
+  }
+  const f = codePointAt(normalize(text.slice(q, e)), 0);
+  return f !== "" && classOf(f) === "O" && !WHITESPACE.test(f) && !added.some((t) => t.includes(na + f)) && pieces(na + f) >= 2;
+}
+
+/** A plain starter (markCutAt): one code point of canonical combining class 0, its own NFD and NFKD, no composition's second. */
+function plainStarterAlone(ch: string): boolean {
+  return [...ch].length === 1 && starter(ch) && ch.normalize("NFD") === ch && ch.normalize("NFKD") === ch && !compositionSecond(ch);
+}
+
+/** Whether the canonical or compatibility decomposition of `s` holds a composition's second (or an unassigned code point). */
+function composesAfter(s: string): boolean {
+  return [...s.normalize("NFD"), ...s.normalize("NFKD")].some(compositionSecond);
 }
 
 /** Punctuation as BertPreTokenizer counts it (ASCII symbols too), in JavaScript's tables (the library's decides). */

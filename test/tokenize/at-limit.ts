@@ -25,6 +25,20 @@ function sequences(n: number, list: readonly string[], seed: number): string {
   }
 }
 
+/**
+ * n characters drawn from `alphabet` by the high bits of a seeded generator (`letters` takes the low bits, which
+ * repeat every 8 draws for an alphabet of 8).
+ */
+function drawn(n: number, alphabet: string, seed: number): string {
+  const chars = [...alphabet];
+  const out: string[] = new Array(n);
+  for (let i = 0, x = seed; i < n; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    out[i] = chars[(x >>> 12) % chars.length]!;
+  }
+  return out.join("");
+}
+
 /** The inputs by name. */
 export const LIMIT_INPUTS: Record<string, () => string> = {
   "one letter": () => "a".repeat(LIMIT),
@@ -67,6 +81,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   // words of letters and marks without spaces (where the library itself takes up to 10 s a million characters)
   "Thai with marks": () => letters(LIMIT, "กขคงจฉชซดตถทนบปผพฟมยรลวสหอ\u0e31\u0e34\u0e35\u0e48\u0e49\u0e38", 11),
   "Devanagari without spaces": () => letters(LIMIT, "कखगमरन\u093e\u093f\u0940\u094d\u0902", 12),
+  // Arabic letters with harakat (fatha, damma, kasra, shadda: non-starters that compose with nothing), no spaces
+  "arabic harakat": () => drawn(LIMIT, "\u0628\u062a\u0633\u0645\u064e\u064f\u0650\u0651", 14),
   // emoji joined by ZWJ, with skin tones and variation selectors (BERT drops the joiners and selectors)
   "emoji ZWJ sequences": () => sequences(LIMIT, ["👨\u200d👩\u200d👧", "👍🏽", "🏳\ufe0f\u200d🌈", "❤\ufe0f"], 13),
   // letters under stacked combining marks (one grapheme cluster of 6 bytes or more per letter, mostly)

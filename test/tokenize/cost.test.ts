@@ -53,6 +53,10 @@ describe("1,000,000 characters of letters and marks without spaces (timed in a f
   for (const name of ["models/qwen3-embed", "models/clip"]) {
     test(name, () => expectAtLimit(name, ["Thai with marks", "Devanagari without spaces"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[])), 600_000);
   }
+  // behind NFC, between a plain letter and the harakat after it (prefix.ts markCutAt), on both Qwen3 fixtures and CLIP
+  for (const name of ["models/qwen3-embed", "models/qwen3-rerank", "models/clip", ...(existsSync(SHARED_TOKENIZERS) ? ["shared/clip-vit-base-patch32.tokenizer.json"] : [])]) {
+    test(`${name}: Arabic with harakat`, () => expectAtLimit(name, [["arabic harakat", "right"], ["arabic harakat", "left"]]), 600_000);
+  }
   // Unigram behind NFKC: Thai, which the fixtures' vocabulary does not know, is one run of unknown characters
   // (normalFormUnknownTail); Devanagari with its virama is read by the replica in normalisation segments (unigramWord)
   for (const name of ["models/gemma-embed", "models/deberta-rerank"]) {

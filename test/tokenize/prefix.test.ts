@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { Tokenizer, type Encoding } from "tokenizers";
-import { cutAtOrAfter, cutAtOrBefore, cutPolicy, whitespaceRules, wordPrefixWindow, type PieceCount } from "../../src/tokenize/prefix";
+import { cutAtOrAfter, cutAtOrBefore, cutPolicy, normalFormBoundary, whitespaceRules, wordPrefixWindow, type PieceCount } from "../../src/tokenize/prefix";
 import { SHARED_TOKENIZERS, textOfPieces, tokenizerText } from "../helpers";
 
 /** Pieces the fuzzed texts are made of: the Qwen3 regex's alternatives and their edges, NFC-composable sequences,
@@ -44,8 +44,14 @@ function spans(e: Encoding, shift = 0): string[] {
 
 const CONTENT = { addSpecialTokens: false } as const;
 
-/** Every cut of `texts` (right and left) against the whole text: ids and pre-token spans. Returns how many were checked. */
-async function checkCuts(label: string, json: Record<string, unknown>, texts: string[], withSpans = true): Promise<{ right: number; left: number }> {
+/** Whether the cut at q stands before a character without a normalisation boundary before it (a mark that NFC may reorder). */
+const beforeJoiner = (text: string, q: number) => !normalFormBoundary(String.fromCodePoint(text.codePointAt(q)!));
+
+/**
+ * Every cut of `texts` (right and left) against the whole text: ids and pre-token spans. Returns how many were
+ * checked, and how many of them stood before a character without a normalisation boundary before it (`marks`).
+ */
+async function checkCuts(label: string, json: Record<string, unknown>, texts: string[], withSpans = true): Promise<{ right: number; left: number; marks: number }> {
   const policy = cutPolicy(json)!;
   expect(policy, label).not.toBeNull();
   const rust = Tokenizer.fromString(JSON.stringify(json));
@@ -57,6 +63,7 @@ async function checkCuts(label: string, json: Record<string, unknown>, texts: st
   if (policy.whitespace) policy.afterWhitespace = whitespaceRules(policy.whitespace, normalize, (s) => preTokenizer.preTokenizeString(s).map(([x]) => x)).after;
   let right = 0;
   let left = 0;
+  let marks = 0;
   for (const text of texts) {
     const whole = await rust.encode(text, null, CONTENT);
     const ids = whole.getIds();
@@ -75,6 +82,7 @@ async function checkCuts(label: string, json: Record<string, unknown>, texts: st
       const want = { ids: ids.slice(0, got.ids.length), spans: wholeSpans.slice(0, got.spans.length) };
       expect([label, "right", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), got]).toEqual([label, "right", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), want]);
       right++;
+      if (beforeJoiner(text, q)) marks++;
     }
     for (const q of lefts) {
       const e = await rust.encode(text.slice(q), null, CONTENT);
@@ -82,9 +90,10 @@ async function checkCuts(label: string, json: Record<string, unknown>, texts: st
       const want = { ids: ids.slice(ids.length - got.ids.length), spans: wholeSpans.slice(wholeSpans.length - got.spans.length) };
       expect([label, "left", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), got]).toEqual([label, "left", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), want]);
       left++;
+      if (beforeJoiner(text, q)) marks++;
     }
   }
-  return { right, left };
+  return { right, left, marks };
 }
 
 const texts = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(PIECES, seed * 1000 + i, 100 + ((i * 61) % 240)));
@@ -135,6 +144,36 @@ describe("cut points are pre-token boundaries of the whole text (ids and pre-tok
       expect([name, n.right > 400, n.left > 400]).toEqual([name, true, true]);
     }, 120_000);
   }
+
+  // Behind NFC, a plain letter before a mark that composes with nothing (Arabic harakat, Hebrew niqqud, U+0316) is a cut
+  // (prefix.ts markCutAt); not before a segment holding a composition's second (Arabic U+0653-0655: alef + U+0653 is
+  // U+0622; Vietnamese in NFD, U+0301), nor after a precomposed letter (é, U+0622), nor a mark followed by a letter
+  // (Qwen's regex joins one non-letter to the letters after it). Shadda before fatha is reordered (ccc 33 > 30).
+  const ARABIC = [
+    "ب", "ت", "س", "م", "ا", "و", "ي", "\u064e", "\u064f", "\u0650", "\u0651", "\u0651\u064e", "\u064e\u0651", "\u0652", "\u064b",
+    "\u0653", "\u0654", "\u0655", "ا\u0653", "و\u0654", "ي\u0655\u064e", "\u0622", "\u0670", "ש", "\u05b8", "\u05bc", "\u05c1", "\u05b0", "בּ",
+    "a", "x", "e\u0301", "\u0301", "\u0316", "o\u0316\u0301", "é", "é\u0316", "E\u0316", "a\u0300", "e\u0302\u0301", "o\u031b\u0303", "ng",
+    "1", "٣", "!", " ", "\n", "\u200b", "\u0334", "\u0345", "İ", "\u1100\u1161", "가\u0316",
+  ];
+  const arabic = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(ARABIC, seed * 1000 + i, 80 + ((i * 37) % 200)));
+  for (const name of ["models/qwen3-embed", "models/qwen3-rerank", "models/clip", "shared/clip-vit-base-patch32.tokenizer.json"]) {
+    test.skipIf(tokenizerText(name) === null)(`NFC byte-level BPE: cuts between a plain letter and the marks after it (${name})`, async () => {
+      const n = await checkCuts(name, JSON.parse(tokenizerText(name)!), arabic(8, 30));
+      expect([name, n.marks > 300]).toEqual([name, true]);
+    }, 120_000);
+  }
+
+  test("added tokens over a letter and its marks: no cut inside an occurrence, raw or normalised (shadda + fatha reordered)", async () => {
+    const json = qwen();
+    for (const [k, [content, normalized]] of ([["\u0633\u064e\u0651", true], ["\u0628\u064f", false], ["\u0645\u0650\u0651", true]] as const).entries()) {
+      json.added_tokens.push({ id: 2100 + k, content, single_word: false, lstrip: false, rstrip: false, normalized, special: false });
+    }
+    // (13 pieces: the generator draws the low bits of a linear congruential state, which a power of two would repeat)
+    const pieces = ["\u0633", "\u0628", "\u0645", "\u064e", "\u064f", "\u0650", "\u0651", "\u0651\u064e", "\u0651\u0650", "\u064e\u0651", "\u0650\u0651", "a", " "];
+    const texts = Array.from({ length: 20 }, (_, i) => textOfPieces(pieces, 9000 + i, 60 + ((i * 37) % 120)));
+    const n = await checkCuts("qwen3-embed + added tokens of Arabic letters and marks", json, texts);
+    expect(n.marks).toBeGreaterThan(300);
+  }, 120_000);
 
   test("a vocabulary that merges U+0085 with a space: no cut after U+0085 (JavaScript's \\s leaves it out, the library's regex does not)", async () => {
     const json = qwen();
