@@ -109,7 +109,7 @@ const REPEATED_MARKS = 8;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
-const NO_WHITESPACE_RULES: WhitespaceRules = { runs: null, after: null, vanish: null };
+const NO_WHITESPACE_RULES: WhitespaceRules = { runs: null, after: null, before: null, vanish: null };
 const CHAR_KINDS: readonly CharKind[] = ["none", "known", "unknown"];
 
 export class Encoder {
@@ -439,8 +439,7 @@ export class Encoder {
     // a whitespace window a few characters in: prefixes ending at the run's first positions share no token; in a
     // word, a window at the run's start, else one further in (prefixes shorter than the period's token, e.g. 16
     // zeros on GPT-2's vocabulary, share none either)
-    let lead: { boundary: number } | null = null;
-    for (const into of space ? [16] : [0, 64, 256]) if (!lead) lead = await this.runLeadEnd(text, before, start, end, start + into, unit, policy, cuts);
+    const lead = await this.runLead(text, before, start, end, space ? [16] : RUN_LEAD_WINDOWS, unit, policy, cuts);
     if (!lead) return null;
     const boundary = lead.boundary;
     const { token, q, n1 } = period;
@@ -454,6 +453,15 @@ export class Encoder {
     // T(u^run) begins with `repeats` times the period's token (a check of the argument, not a part of it)
     if (!this.sameIds(ids, 0, new Int32Array(repeats).fill(token), 0, repeats)) return null;
     return { ids: Int32Array.from(ids), words: null, tokens: "some" };
+  }
+
+  /** runLeadEnd from the first of the windows `into` characters into the run [start, end) that gives one, or null. */
+  private async runLead(text: string, before: number, start: number, end: number, into: readonly number[], unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<{ boundary: number; ids: number[] } | null> {
+    for (const n of into) {
+      const lead = await this.runLeadEnd(text, before, start, end, start + n, unit, policy, cuts);
+      if (lead) return lead;
+    }
+    return null;
   }
 
   /**
@@ -493,8 +501,7 @@ export class Encoder {
     if (end < text.length && cutAtOrAfter(text, end, cuts, this.normalizeChar, this.pieces) !== end) return null;
     const period = await this.runPeriod(unit, policy, cuts);
     if (!period) return null;
-    let lead: { boundary: number; ids: number[] } | null = null;
-    for (const into of [0, 64, 256]) if (!lead) lead = await this.runLeadEnd(text, 0, start, end, start + into, unit, policy, cuts);
+    const lead = await this.runLead(text, 0, start, end, RUN_LEAD_WINDOWS, unit, policy, cuts);
     if (!lead) return null;
     const { token, q, n1 } = period;
     const k = Math.max(0, need - lead.ids.length);
@@ -524,6 +531,7 @@ export class Encoder {
       period = await this.periodAt(run, into, unit, unitPoints, units, policy, cuts);
       if (period) break;
     }
+    if (this.runPeriods.size >= 4096) this.runPeriods.clear();
     this.runPeriods.set(unit, period);
     return period;
   }
@@ -1140,6 +1148,7 @@ export class Encoder {
         (s) => (pre === null ? [s] : pre.preTokenizeString(s).map(([piece]) => piece)),
       );
       cuts.afterWhitespace = this.whitespaceFound.after;
+      cuts.separators = this.whitespaceFound.before;
     }
     return this.whitespaceFound;
   }
@@ -1547,6 +1556,11 @@ function runUnit(text: string, from: number): { unit: string; start: number; end
 
 /** Characters between the cut before a word and its run of one character that runSuffix tokenizes with the run. */
 const RUN_LEAD_CHARS = 256;
+/**
+ * How far into a run of one unit in a word runSuffix and runPrefix look for the window of their lead: at its start,
+ * else further in (prefixes shorter than the period's token, e.g. 16 zeros on GPT-2's vocabulary, share none).
+ */
+const RUN_LEAD_WINDOWS = [0, 64, 256] as const;
 /** Length of the run runPeriod looks for its window in. */
 const RUN_PERIOD_CHARS = 4096;
 

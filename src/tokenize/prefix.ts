@@ -87,6 +87,11 @@ export interface CutPolicy {
    */
   classCuts: readonly string[] | null;
   /**
+   * Class cuts may stand before whitespace other than U+0020 (classSpaceCutAt): no added token has rstrip, which would
+   * take the whitespace after an occurrence.
+   */
+  classSpaceCuts: boolean;
+  /**
    * Suffixes from a cut (cutAtOrBefore) have the whole text's last tokens: nothing is added at a text's start
    * (no Strip or Prepend normaliser; class cuts: no prefix space either) and no added token eats the space after it.
    */
@@ -115,6 +120,17 @@ export interface CutPolicy {
    * whitespace. Set by the Encoder from the library's own normaliser and pre-tokenizer (whitespaceRules).
    */
   afterWhitespace: ReadonlySet<string> | null;
+  /**
+   * Characters other than U+0020 before which a cut is as good as before a space (WhitespaceRules.before:
+   * separatorCutAt), or null. Set by the Encoder from the library's own normaliser and pre-tokenizer.
+   */
+  separators: ReadonlySet<string> | null;
+  /**
+   * The contents of the added tokens with lstrip (matched in the raw text), whose match takes the whitespace before
+   * it, a whole run of it: a space cut inside a run (after whitespace: afterWhitespace) must not be followed by one
+   * (lstripAfter); null where one is matched in the normalised text (no cut inside a run then).
+   */
+  lstripped: readonly string[] | null;
   /** How the pipeline treats whitespace, for whitespaceRules, or null. */
   whitespace: WhitespaceShape | null;
   /** Cuts inside runs of whitespace under byte-level BPE (spaceRunWindow), or null. */
@@ -517,6 +533,7 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     ideographs: bert !== null && bert.handle_chinese_chars !== false && ideographsSafe,
     punctuation: bertWords && !added.some((t) => t?.single_word === true) ? contents : null,
     classCuts: regexSplitsOnly(tj.pre_tokenizer as Json) && !added.some((t) => t?.single_word === true) ? contents : null,
+    classSpaceCuts: !added.some((t) => t?.rstrip === true),
     leftCuts: !touchesStart(tj.normalizer as Json) && !added.some((t) => t?.rstrip === true || t?.single_word === true),
     leftClassCuts: !prefixSpace(tj.pre_tokenizer as Json),
     addedCuts: contents.length > 0 && added.every((t) => t?.normalized === false && t.lstrip !== true && t.rstrip !== true && t.single_word !== true && String(t.content ?? "") !== "") ? contents : null,
@@ -525,6 +542,8 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     inWord: inWordPolicy(tj, model as Record<string, unknown>, contents, spaced !== null),
     spaced,
     afterWhitespace: null,
+    separators: null,
+    lstripped: added.some((t) => t?.lstrip === true && t.normalized !== false) ? null : added.filter((t) => t?.lstrip === true).map((t) => String(t!.content ?? "")),
     whitespace: whitespaceShape(tj),
     spaceRuns: spaceRunPolicy(tj, model as Record<string, unknown>, added),
     dropped: droppingNormalizer(tj.normalizer as Json) ? added.filter((t) => t?.normalized === false).map((t) => String(t!.content ?? "")) : null,
@@ -1217,7 +1236,7 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
     const before = text.charCodeAt(m.index - 1);
     // A low surrogate's code point is checked whole; whitespace and Prepend characters are all in the BMP.
     const prev = before >= 0xdc00 && before <= 0xdfff ? "x" : String.fromCharCode(before);
-    if ((!WHITESPACE.test(prev) || policy.afterWhitespace?.has(prev)) && !PREPEND.test(prev) && !(spaced && addedSpans(text, m.index, spaced, normalize))) {
+    if ((!WHITESPACE.test(prev) || (policy.afterWhitespace?.has(prev) && !lstripAfter(text, m.index, policy))) && !PREPEND.test(prev) && !(spaced && addedSpans(text, m.index, spaced, normalize))) {
       cut = m.index;
       break;
     }
@@ -1232,8 +1251,12 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
       }
     }
   }
+  if (policy.separators?.size && normalize) {
+    const at = separatorCut(text, from, cut < 0 ? text.length : cut, policy, normalize);
+    if (at >= 0) cut = at;
+  }
   if (policy.classCuts && normalize) {
-    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces, classJoiner(policy));
+    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces, classJoiner(policy), policy.classSpaceCuts);
     if (at >= 0) cut = at;
   }
   if (policy.punctuation && normalize && pieces) {
@@ -1245,6 +1268,76 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
     if (at >= 0) cut = at;
   }
   return cut;
+}
+
+/**
+ * Whether an added token with lstrip (CutPolicy.lstripped) follows the run of whitespace that holds position q: its
+ * match would take the run's whitespace on both sides of q (the library strips every whitespace character before
+ * it, char::is_whitespace), so a space cut at q after whitespace is none. True where that cannot be told (null).
+ */
+function lstripAfter(text: string, q: number, policy: CutPolicy): boolean {
+  const tokens = policy.lstripped;
+  if (tokens === null) return true;
+  if (tokens.length === 0) return false;
+  let j = q;
+  while (j < text.length && isWhitespaceCode(text.charCodeAt(j))) j++;
+  return tokens.some((t) => t !== "" && text.startsWith(t, j));
+}
+
+/** Separators (CutPolicy.separators) after a character that may stand before a separator cut, per set. */
+const SEPARATOR_SCANS = new WeakMap<ReadonlySet<string>, { after: RegExp; table: Uint8Array }>();
+function separatorScan(set: ReadonlySet<string>): { after: RegExp; table: Uint8Array } {
+  let scan = SEPARATOR_SCANS.get(set);
+  if (!scan) {
+    const table = new Uint8Array(0x10000);
+    for (const c of set) table[c.charCodeAt(0)] = 1;
+    const chars = [...set].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
+    scan = { after: new RegExp(`(?<=[\\p{L}\\p{N}\\p{P}\\p{S}])[${chars}]`, "gu"), table };
+    SEPARATOR_SCANS.set(set, scan);
+  }
+  return scan;
+}
+
+/** The first separator cut (separatorCutAt) in [from, before), or -1. */
+function separatorCut(text: string, from: number, before: number, policy: CutPolicy, normalize: (ch: string) => string): number {
+  const { after } = separatorScan(policy.separators!);
+  after.lastIndex = Math.max(1, from);
+  for (let m = after.exec(text); m && m.index < before; m = after.exec(text)) if (separatorCutAt(text, m.index, policy, normalize)) return m.index;
+  return -1;
+}
+
+/** Characters that join the one before them into a grapheme cluster in some UAX #29 version (GB9, GB9a), or may (unassigned). */
+const CLUSTER_JOINS_NEXT = /[\p{Grapheme_Extend}\p{Emoji_Modifier}\p{Mc}\u200D\u0E33\u0EB3\p{Cn}\p{Cs}]/u;
+/** What may stand before a separator cut: a letter, number, punctuation mark or symbol (not whitespace, a mark, a control). */
+const BEFORE_SEPARATOR = /^[\p{L}\p{N}\p{P}\p{S}]$/u;
+
+/**
+ * Whether q, before a separator c (CutPolicy.separators, from whitespaceRules: whitespace other than U+0020, and
+ * under Precompiled controls such as U+200B, that the normaliser makes a space Metaspace splits at, or that the
+ * pre-tokenizer drops), is a cut as a space would be: the text before q has the whole text's pre-tokens before q,
+ * the text from q those from q. The normalisers accepted (normalizerLocal) leave the text on the two sides of q
+ * apart: c is a starter that composes with nothing and decomposes to whitespace (a normal form has a boundary
+ * before it); under Precompiled, which transforms each grapheme cluster, c is a cluster of its own: no Prepend
+ * character stands before it (GB9b; c is no mark, ZWJ or spacing mark), none before the character before it
+ * either (so that cluster ends as it does alone), and no character that may join it follows (CLUSTER_JOINS_NEXT;
+ * CR before LF is one cluster). So the normalised text is the normalised part before q, then what c makes alone
+ * (whitespace), then the normalised rest. The character before q is a letter, number, punctuation mark or symbol
+ * whose normalised form does not end in whitespace, so the normalised part before q ends in none and a Replace of
+ * ` {2,}` cannot take whitespace on both sides of q. whitespaceRules checked with the library that the pre-tokens of
+ * such a text are those of its two parts (the pre-tokenizer splits at c: Metaspace at the space it becomes,
+ * WhitespaceSplit and BertPreTokenizer at the whitespace, which they drop; Metaspace prepends no replacement to a
+ * part that begins with one). Added tokens: one that holds whitespace must not match across q (addedSpans); one
+ * with lstrip takes only whitespace, all after q; with rstrip, left cuts are not taken (leftCuts) and the right
+ * part's ids are the same. Texts whose words were separated by tabs, line breaks, U+00A0 or U+3000 and no U+0020
+ * had no cut under Metaspace (T5, XLM-R, bge-m3, Gemma, DeBERTa-v3, ColPali).
+ */
+function separatorCutAt(text: string, q: number, policy: CutPolicy, normalize: (ch: string) => string): boolean {
+  const c = text[q]!;
+  const prev = codePointBefore(text, q);
+  const next = codePointAt(text, q + 1);
+  if (!BEFORE_SEPARATOR.test(prev) || PREPEND.test(codePointBefore(text, q - prev.length)) || /\s$/u.test(normalize(prev))) return false;
+  if (next !== "" && (CLUSTER_JOINS_NEXT.test(next) || (c === "\r" && next === "\n"))) return false;
+  return !(policy.spaced && addedSpans(text, q, policy.spaced, normalize));
 }
 
 /**
@@ -1291,12 +1384,13 @@ function isolatedOccurrence(text: string, s: number, e: number, contents: readon
 }
 
 /**
- * A letter or number followed by a non-space character of another class, or a number followed by a number (a cut
- * only where the pre-tokenizer puts each number alone: Qwen's `\p{N}`).
+ * A letter or number followed by a character of another class or by whitespace other than U+0020 (a tab, U+00A0,
+ * U+3000: classSpaceCutAt; a U+0020 space is a space cut), or a number followed by a number (a cut only where the
+ * pre-tokenizer puts each number alone: Qwen's `\p{N}`).
  */
-const CLASS_CHANGE = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s])/gu;
+const CLASS_CHANGE = /\p{L}(?=[^\p{L} ])|\p{N}(?=[^ ])/gu;
 /** CLASS_CHANGE without a number followed by a number, where the pre-tokenizer keeps numbers together (a long run of digits then costs no call per digit). */
-const CLASS_CHANGE_NOT_DIGITS = /\p{L}(?=[^\p{L}\s])|\p{N}(?=[^\s\p{N}])/gu;
+const CLASS_CHANGE_NOT_DIGITS = /\p{L}(?=[^\p{L} ])|\p{N}(?=[^ \p{N}])/gu;
 
 /**
  * The characters that may not stand on either side of a class cut: the pipeline's window joiners
@@ -1314,12 +1408,12 @@ const numbersApart = (pieces?: PieceCount): boolean => pieces !== undefined && p
  * for the normaliser (each maps alone to one character of its own class that joins no neighbour), and no added
  * token holds them (so no added token match spans the cut).
  */
-function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp): number {
+function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp, spaces: boolean): number {
   const changes = numbersApart(pieces) ? CLASS_CHANGE : CLASS_CHANGE_NOT_DIGITS;
   changes.lastIndex = Math.max(1, from - 1);
   for (let m = changes.exec(text); m && m.index < before; m = changes.exec(text)) {
     const q = m.index + m[0].length;
-    if (q >= from && classCutAt(text, q, added, normalize, pieces, joiner)) return q < before ? q : -1;
+    if (q >= from && classCutAt(text, q, added, normalize, pieces, joiner, spaces)) return q < before ? q : -1;
   }
   return -1;
 }
@@ -1333,16 +1427,19 @@ function classCut(text: string, from: number, before: number, added: readonly st
  * letters (or after an apostrophe's contraction, which is one piece alone), a number's only into numbers, other
  * characters' only into others, letters after them, or line breaks, and each of these is one piece alone.
  */
-function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp): boolean {
+function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp, spaces: boolean): boolean {
   const a = codePointBefore(text, q);
   const b = codePointAt(text, q);
-  if (b === "" || WHITESPACE.test(b)) return false;
+  if (b === "") return false;
   const ca = classOf(a);
-  if (ca === "O" || (classOf(b) === ca && !(ca === "N" && pieces))) return false;
+  if (ca === "O") return false;
+  const space = WHITESPACE.test(b);
+  if (space ? b === " " || !isWhitespaceCode(b.codePointAt(0)!) || !pieces : classOf(b) === ca && !(ca === "N" && pieces)) return false;
   const na = normalize(a);
   const nb = normalize(b);
   const own = (ch: string, n: string) => ownUnit(ch, n, joiner) && classOf(ch) === classOf(n);
   if (!own(a, na) || added.some((t) => t.includes(a + b))) return false;
+  if (space) return spaces && !added.some((t) => t.includes(na + nb)) && classSpaceCutAt(na, nb, pieces!);
   if (own(b, nb)) return !added.some((t) => t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
   return joiner === NFC_JOINER && pieces !== undefined && markCutAt(text, q, na, added, normalize, pieces);
 }
@@ -1414,6 +1511,29 @@ function plainStarterAlone(ch: string): boolean {
 /** Whether the canonical or compatibility decomposition of `s` holds a composition's second (or an unassigned code point). */
 function composesAfter(s: string): boolean {
   return [...s.normalize("NFD"), ...s.normalize("NFKD")].some(compositionSecond);
+}
+
+/**
+ * Whether a letter or number `a` (its own unit, in no added token with the character after it: classCutAt) and the
+ * whitespace character after it other than U+0020 are a class cut, given what the normaliser makes of that character
+ * alone (`nb`). The regexes accepted (regexSplitsOnly) end a letter's or number's pre-token at the first character
+ * that is no letter (number), and whitespace is neither to the library (`pieces` of a, the whitespace and a again is
+ * at least 2: CLIP's regex drops the whitespace, GPT-2's makes it a piece), so a pre-token ends at the position,
+ * where `a` is a letter or number to the library too: not another character (`a!` is two pieces; a letter of Unicode
+ * 16 that the library's tables do not know is one piece with "!", and Qwen's ` ?[^\s\p{L}\p{N}]+[\r\n]*` would take
+ * the line breaks after it) and never whitespace (White_Space is a fixed set of no letters or numbers), and matches before it never look past it; the regexes have no
+ * look-behind, so the whole text's pre-tokens from the position on are those of the text from there alone. The
+ * normalisers accepted (normalizerLocal) leave the two sides apart: the character is whitespace to the library
+ * (RUST_WHITESPACE), a starter that composes with nothing, so a normal form has a boundary before it and after `a`
+ * (its own unit); Lowercase works per character; a Replace of whitespace matches runs of whitespace, which `a` is
+ * not; Strip and Prepend touch only the text's ends, which the prefix before the position shares with the whole
+ * text, and left cuts are not taken behind them (leftCuts). The character alone must normalise to whitespace (CLIP
+ * makes a space of it). An added token with rstrip would take the whitespace after it: `spaces` is false then
+ * (CutPolicy.classSpaceCuts). Texts whose words are separated by tabs, U+00A0 or U+3000 and no U+0020 had no cut under byte-level
+ * BPE (0.9-1.8 s at 1M characters on roberta-base).
+ */
+function classSpaceCutAt(na: string, nb: string, pieces: PieceCount): boolean {
+  return nb.length > 0 && [...nb].every((c) => isWhitespaceCode(c.codePointAt(0)!)) && pieces(na + "!") === 2 && pieces(na + nb + na) >= 2;
 }
 
 /** Punctuation as BertPreTokenizer counts it (ASCII symbols too), in JavaScript's tables (the library's decides). */
@@ -1525,9 +1645,18 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
       if (!policy.afterWhitespace?.size) while (i > 1 && isWhitespaceCode(text.charCodeAt(i - 2))) i--;
       continue;
     }
-    if (!PREPEND.test(prev) && !(spaced && addedSpans(text, i, spaced, normalize))) {
+    if (!PREPEND.test(prev) && !(spaced && addedSpans(text, i, spaced, normalize)) && !(WHITESPACE.test(prev) && lstripAfter(text, i, policy))) {
       cut = i;
       break;
+    }
+  }
+  if (policy.separators?.size && normalize) {
+    const { table } = separatorScan(policy.separators);
+    for (let q = Math.min(before, text.length - 1); q > cut && q > 0; q--) {
+      if (table[text.charCodeAt(q)] && separatorCutAt(text, q, policy, normalize)) {
+        cut = q;
+        break;
+      }
     }
   }
   const classes = policy.classCuts && policy.leftClassCuts && normalize ? policy.classCuts : null;
@@ -1545,7 +1674,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
       const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;
       const ca = classCode(prev);
       const cb = classCode(text.codePointAt(q)!);
-      if ((ca === 1 || ca === 2) && cb !== 4 && (cb !== ca || (ca === 2 && digits)) && classCutAt(text, q, classes, normalize!, pieces, joiner)) return q;
+      if ((ca === 1 || ca === 2) && (cb !== 4 || (c !== 32 && policy.classSpaceCuts)) && (cb !== ca || (ca === 2 && digits)) && classCutAt(text, q, classes, normalize!, pieces, joiner, policy.classSpaceCuts)) return q;
     }
   }
   return cut;
@@ -1992,6 +2121,8 @@ export interface WhitespaceRules {
   runs: RegExp | null;
   /** Whitespace characters after which a U+0020 space is a cut (CutPolicy.afterWhitespace), or null. */
   after: ReadonlySet<string> | null;
+  /** Characters other than U+0020 before which a cut is as good as before a space (CutPolicy.separators), or null. */
+  before: ReadonlySet<string> | null;
   /** Runs of these characters (which the normaliser removes) longer than two are shortened likewise, or null. */
   vanish: RegExp | null;
 }
@@ -2012,7 +2143,11 @@ export interface WhitespaceRules {
  *   starters that compose with nothing, so the normal forms leave a run's neighbours as they were.
  * - Metaspace that splits (alone, behind a local normaliser): a U+0020 space after a whitespace character whose
  *   normalised form holds no space and no replacement character begins a pre-token there as after any other
- *   character, so it is a cut.
+ *   character, so it is a cut (unless an added token with lstrip follows the run: lstripAfter).
+ * - Separators ("drop" or Metaspace): a character other than U+0020 that the normaliser alone makes exactly a space
+ *   (Metaspace: U+00A0, U+3000 under NFKC; tabs and line breaks too under Precompiled) or whitespace the
+ *   pre-tokenizer drops ("drop"), with the pre-tokens of a text holding it between letters, numbers or punctuation
+ *   those of its two parts: a cut before it (separatorCutAt says where).
  * - Precompiled first (WhitespaceShape.controls): it normalises each grapheme cluster, and a grapheme-cluster
  *   Control character (CONTROLS: U+200B, U+FEFF, C0 controls) is a cluster of its own in any context, whose
  *   neighbours' clusters it does not change. Those it maps to whitespace (U+200B, U+FEFF become a space in
@@ -2065,14 +2200,27 @@ export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) =
     });
     if (chars.length > 0) after = new Set(chars);
   }
+  let before: Set<string> | null = null;
+  if (drop || metaspace) {
+    const chars = candidates.filter((c) => {
+      const n = normalize(c);
+      if (c === " " || n === "" || (drop ? split(n).length !== 0 : n !== " ")) return false;
+      // the cut before it: the text's pre-tokens are its parts' pre-tokens
+      return SEPARATOR_CONTEXTS.every(([l, r]) => same(split(normalize(l + c + r)), [...split(normalize(l)), ...split(normalize(c + r))]));
+    });
+    if (chars.length > 0) before = new Set(chars);
+  }
   let vanish: RegExp | null = null;
   if (shape.controls) {
     // each alone: one that leaves nothing between letters, marks, at the text's ends, and before another one
     const gone = controls().filter((c) => normalize(c) === "" && [...contexts, ["x", "\u0301"], ["\u0301", "x"], ["x", c]].every(([l, r]) => normalize(l + c + c + c + r) === normalize(l + c + r)));
     if (gone.length > 0) vanish = charRuns(gone);
   }
-  return { runs, after, vanish };
+  return { runs, after, before, vanish };
 }
+
+/** Where whitespaceRules checks a separator (WhitespaceRules.before): after a letter, number or punctuation mark. */
+const SEPARATOR_CONTEXTS: Array<[string, string]> = [["x", "y"], ["x", ""], ["x1", "!"], ["!", "12"]];
 
 /** A global regex of runs of three or more of `chars` (BMP characters). */
 function charRuns(chars: readonly string[]): RegExp {

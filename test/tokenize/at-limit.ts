@@ -71,6 +71,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   // words separated by whitespace other than U+0020 (tab-separated data, text with U+00A0 from HTML)
   "words between tabs": () => "hello\tworld\tagain\t".repeat(LIMIT / 18),
   "words between NBSP": () => "hello\u00a0world\u00a0again\u00a0".repeat(LIMIT / 18),
+  "words between line breaks": () => "hello\nworld\nagain\n".repeat(LIMIT / 18),
+  "numbers between tabs": () => "12\t3.5\t2024\t-7\n".repeat(LIMIT / 16),
   // symbols and Greek letters without spaces: U+2260 is "=" to BERT once accents are stripped
   "math symbols": () => letters(LIMIT, "\u2211\u222b\u221a\u221e\u2248\u2260\u2264\u2265\u00b1\u00d7\u00f7\u2202\u2207\u03b1\u03b2\u03b3\u03b4", 23),
   // characters that normalisers drop or join to their neighbours

@@ -60,7 +60,11 @@ async function checkCuts(label: string, json: Record<string, unknown>, texts: st
   const normalize = (ch: string) => (normalizer ? normalizer.normalizeString(ch) : ch);
   const pieces: PieceCount = (s) => preTokenizer.preTokenizeString(s).length;
   // space cuts after whitespace, as the Encoder sets them on its first long text
-  if (policy.whitespace) policy.afterWhitespace = whitespaceRules(policy.whitespace, normalize, (s) => preTokenizer.preTokenizeString(s).map(([x]) => x)).after;
+  if (policy.whitespace) {
+    const rules = whitespaceRules(policy.whitespace, normalize, (s) => preTokenizer.preTokenizeString(s).map(([x]) => x));
+    policy.afterWhitespace = rules.after;
+    policy.separators = rules.before;
+  }
   let right = 0;
   let left = 0;
   let marks = 0;
@@ -213,6 +217,53 @@ describe("cut points are pre-token boundaries of the whole text (ids and pre-tok
       const n = await checkCuts(name, JSON.parse(tokenizerText(name)!), wsTexts, !name.startsWith("shared/t5"));
       expect(n.right).toBeGreaterThan(200);
       expect(n.left).toBeGreaterThan(200);
+    }, 120_000);
+  }
+
+  // words and numbers separated by whitespace other than U+0020 (tab-separated data, lists one word a line, text whose
+  // spaces are U+00A0 or U+3000): a cut before that whitespace (classSpaceCutAt); letters of Unicode 16 that the
+  // library's tables do not know (U+10940 before a line break is one piece with it under Qwen's regex), an added
+  // token before whitespace (roberta's "<mask>" has lstrip)
+  const SEPARATED = ["word", "a", "Zé", "ж", "日本", "12", "3", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "\u0085", "\v", "\f", "\u2009", " ", "!", "\u{10940}", "\u{10940}\n", "<mask>", "<|endoftext|>", "<|im_end|>"];
+  const separated = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(SEPARATED, seed * 1000 + i, 80 + ((i * 53) % 200)));
+  for (const name of ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json", "models/qwen3-embed", "models/qwen3-rerank", "models/clip", "models/clap", "models/colmodernvbert", "models/roberta-cls"]) {
+    test.skipIf(tokenizerText(name) === null)(`byte-level BPE: class cuts before whitespace other than a space (${name})`, async () => {
+      const n = await checkCuts(name, JSON.parse(tokenizerText(name)!), separated(8, 24));
+      expect([name, n.right > 300, n.left > 300]).toEqual([name, true, true]);
+    }, 120_000);
+  }
+
+  test("an added token with rstrip takes the whitespace after it: no class cut before whitespace", async () => {
+    const json = qwen();
+    json.added_tokens.push({ id: 2100, content: "word", single_word: false, lstrip: false, rstrip: true, normalized: false, special: false });
+    expect(cutPolicy(json)!.classSpaceCuts).toBe(false);
+    const rust = Tokenizer.fromString(JSON.stringify(json));
+    // the whole text's "word\t" is the added token alone: the tab is gone
+    expect((await rust.encode("aword\tb", null, CONTENT)).getIds()).toEqual((await rust.encode("awordb", null, CONTENT)).getIds());
+    const noSpace = SEPARATED.filter((p) => p !== " ");
+    const n = await checkCuts("qwen3-embed + an rstrip added token", json, Array.from({ length: 12 }, (_, i) => textOfPieces(noSpace, 9000 + i, 80 + ((i * 53) % 200))));
+    expect(n.right).toBeGreaterThan(100);
+  }, 120_000);
+
+  // words separated by whitespace other than U+0020 under Metaspace (separatorCutAt): tabs, line breaks, U+00A0, U+3000,
+  // and under Precompiled U+200B / U+FEFF, which it makes spaces; marks after them, CR LF, a Prepend character
+  // (U+0600) before them, U+0085 (Precompiled makes nothing of it), XLM-R's "<mask>" (lstrip)
+  const SEPARATED_WORDS = ["word", "a", "Zé", "ж", "日本", "12", "!", "\t", "\n", "\r\n", "\r", "\u00a0", "\u3000", "\u2009", "\u200b", "\ufeff", "\u0085", "\u2028", "\v", "\f", "\u00a0\u0301", "\t\u0301", "\u3000\u0e33", "\u0600", " ", "\u0301", "</s>", "<mask>", "<s>"];
+  for (const name of ["models/gemma-embed", "models/deberta-rerank", "models/xlmr-max", "models/colpali", "models/bge-m3-baai", "shared/t5-small.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"]) {
+    test.skipIf(tokenizerText(name) === null)(`Metaspace: cuts before whitespace other than a space (${name})`, async () => {
+      const wordTexts = Array.from({ length: 24 }, (_, i) => textOfPieces(SEPARATED_WORDS, 8100 + i, 80 + ((i * 53) % 200)));
+      const json = JSON.parse(tokenizerText(name)!);
+      const n = await checkCuts(name, json, wordTexts, !name.startsWith("shared/"));
+      expect([name, n.right > 150, n.left > 150]).toEqual([name, true, true]);
+      // which characters are separators, by the library's own normaliser and pre-tokenizer
+      const rust = Tokenizer.fromString(JSON.stringify(json));
+      const normalizer = rust.getNormalizer();
+      const pre = rust.getPreTokenizer()!;
+      const rules = whitespaceRules(cutPolicy(json)!.whitespace!, (s) => (normalizer ? normalizer.normalizeString(s) : s), (s) => pre.preTokenizeString(s).map(([x]) => x));
+      // U+00A0 and U+3000 are spaces to NFKC and Precompiled; tabs and line breaks separate words only where the
+      // pre-tokenizer drops whitespace (WhitespaceSplit) or Precompiled makes a space of them; never a letter or mark
+      const drops = cutPolicy(json)!.whitespace!.drop || JSON.stringify(json.normalizer).includes("Precompiled");
+      expect([name, ...["\u00a0", "\u3000", "\t", "\n", "a", "\u0301"].map((c) => rules.before?.has(c) ?? false)]).toEqual([name, true, true, drops, drops, false, false]);
     }, 120_000);
   }
 
