@@ -170,7 +170,10 @@ export interface SpacedAdded {
  * vocabulary token begins inside one of the set's characters and goes on past its end (midCharCrosser), the token
  * over the window's first position begins at a character boundary, so it holds at least j whole characters where it
  * covers j positions, and where it ends inside a character the tokens after it end inside that character or at its
- * end: a boundary among W positions when no token holds W - 1 whole characters (the window is 2 wider). So the tokens that the prefixes ending at the W positions of a window all begin with
+ * end: a boundary among W positions when no token holds W - 1 whole characters (the window is 2 wider). Where such
+ * tokens exist (emoji vocabularies: A4 EF B8 8F begins inside U+2764 and ends at U+FE0F's end), the chains of tokens
+ * that each begin inside a character cross at most D character boundaries (crossingDepth; no bound: no window), and
+ * the window is 2 + D wider. So the tokens that the prefixes ending at the W positions of a window all begin with
  * (same ids and offsets) are the whole text's first tokens (wordPrefixWindow), however long the word. Windows hold
  * only characters that are their own unit for the normaliser and pre-tokenizer: each maps alone to one character of
  * its own class (letter, number, other) that no neighbour can join (`joiner`: what may join depends on the
@@ -1122,9 +1125,10 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     if (policy.byteWindows && !pieces) return null;
     let nonAscii = false;
     for (const ch of chars) if (ch.charCodeAt(0) >= 0x80) nonAscii = true;
-    // byte-level BPE: tokens may begin and end inside a character's bytes (midCharCrosser)
-    if (policy.model === "bpe-bytes" && nonAscii && midCharCrosser(policy.tokenBytes!(), chars)) return null;
-    const extra = policy.model === "bpe-bytes" && nonAscii ? 2 : 0;
+    // byte-level BPE: tokens may begin and end inside a character's bytes (midCharCrosser, crossingDepth)
+    const depth = policy.model === "bpe-bytes" && nonAscii ? crossingDepth(policy.tokenBytes!(), chars) : 0;
+    if (depth < 0) return null;
+    const extra = policy.model === "bpe-bytes" && nonAscii ? 2 + depth : 0;
     const run = longestRunFrom(policy, chars, w - extra + 1);
     if (run === 0) return { ends: ends.slice(0, w) };
     if (run + extra > maxWidth) return null;
@@ -1192,10 +1196,78 @@ export function midCharCrosser(tokens: ByteTokens, chars: Iterable<string>): boo
   return found;
 }
 
-/** A byte-level vocabulary's tokens for midCharCrosser: each after U+0100, one character per byte; its answers. */
+/**
+ * How many character boundaries of a text of `chars` (UTF-8 characters of a byte-level vocabulary's text,
+ * ByteTokens) can lie strictly inside a chain of tokens that each begin inside a character, one where the previous
+ * one ends: 0 when no token begins inside one of the characters and goes on past its end (midCharCrosser), -1 when
+ * such chains have no bound (a cycle), else the most. Where the bound is D, a stretch of a text of these characters
+ * whose character boundaries are none of them a token boundary holds at most run + 1 + D boundaries (run: the most
+ * whole characters of the set one token holds): the token over its first boundary holds at most run + 1 of them
+ * (a proper suffix of a character, run whole ones, a prefix of one), and every later token in the stretch begins
+ * inside a character (no token boundary at a character boundary there), so they form such a chain. So among
+ * run + 2 + D consecutive character boundaries one is a token boundary (wordPrefixWindow's width: InWordPolicy).
+ * A chain's tokens are read as spelled by the characters' bytes only (a token that holds other bytes is in no text of
+ * these characters); a token ending at a character's end ends the chain (counted; an overcount only widens windows).
+ * State: the character and the byte inside it where a token begins; a cycle of states means -1.
+ */
+export function crossingDepth(tokens: ByteTokens, chars: Iterable<string>): number {
+  const encoded = [...new Set([...chars].map((ch) => String.fromCharCode(...UTF8.encode(ch))))].sort();
+  const key = encoded.join("|");
+  let found = tokens.depths.get(key);
+  if (found !== undefined) return found;
+  // the tokens that begin with a UTF-8 continuation byte (only they can begin inside a character)
+  const mids = (tokens.mids ??= tokens.text.split("\u0100").filter((t) => t.length > 0 && (t.charCodeAt(0) & 0xc0) === 0x80));
+  const memo = new Map<string, number>();
+  const CYCLE = -1;
+  // the most boundaries inside a chain whose first token begins at byte k of encoded[i] (0 < k < its length)
+  const longest = (i: number, k: number): number => {
+    const state = `${i} ${k}`;
+    const known = memo.get(state);
+    if (known !== undefined) {
+      if (known === -2) throw CYCLE;
+      return known;
+    }
+    memo.set(state, -2);
+    const rest = encoded[i]!.slice(k);
+    let best = 0;
+    // after `crossed` boundaries, what is left of the token (r) against whole characters and one's prefix
+    const walk = (r: string, crossed: number): void => {
+      for (let j = 0; j < encoded.length; j++) {
+        const e = encoded[j]!;
+        if (r.length > e.length && r.startsWith(e)) walk(r.slice(e.length), crossed + 1);
+        else if (r === e) best = Math.max(best, crossed);
+        else if (e.startsWith(r)) best = Math.max(best, crossed + longest(j, r.length));
+      }
+    };
+    for (const t of mids) {
+      if (rest.startsWith(t)) {
+        if (t.length < rest.length) best = Math.max(best, longest(i, k + t.length));
+      } else if (t.startsWith(rest)) walk(t.slice(rest.length), 1);
+    }
+    memo.set(state, best);
+    return best;
+  };
+  try {
+    found = 0;
+    for (let i = 0; i < encoded.length; i++) for (let k = 1; k < encoded[i]!.length; k++) found = Math.max(found, longest(i, k));
+  } catch (e) {
+    if (e !== CYCLE) throw e;
+    found = CYCLE;
+  }
+  if (tokens.depths.size > 4096) tokens.depths.clear();
+  tokens.depths.set(key, found);
+  return found;
+}
+
+/**
+ * A byte-level vocabulary's tokens for midCharCrosser and crossingDepth: each after U+0100, one character per byte;
+ * their answers; the tokens that begin with a continuation byte (built on first use).
+ */
 export interface ByteTokens {
   text: string;
   crossers: Map<string, boolean>;
+  depths: Map<string, number>;
+  mids?: string[];
 }
 
 /** ByteTokens of a byte-level vocabulary (`suffix`: an end-of-word suffix, left out). */
@@ -1204,7 +1276,7 @@ function byteTokens(vocab: readonly string[], suffix: string): ByteTokens {
     const bytes = byteLevelBytes(suffix && t.endsWith(suffix) ? t.slice(0, -suffix.length) : t);
     return bytes ? "\u0100" + String.fromCharCode(...bytes) : "";
   }).join("");
-  return { text, crossers: new Map() };
+  return { text, crossers: new Map(), depths: new Map() };
 }
 
 /**

@@ -9,7 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { Tokenizer } from "tokenizers";
-import { cutPolicy, midCharCrosser, prefixModelJson, wordPrefixWindow, type PieceCount } from "../../src/tokenize/prefix";
+import { crossingDepth, cutPolicy, midCharCrosser, prefixModelJson, wordPrefixWindow, type PieceCount } from "../../src/tokenize/prefix";
 import { SHARED_TOKENIZERS, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 
@@ -172,6 +172,88 @@ describe("windows of marks, controls, format characters, flags and jamo under by
   });
 });
 
+// Emoji ZWJ sequences: the byte-level vocabularies hold tokens that begin inside U+2764 (E2 9D A4) and go on into
+// U+FE0F (A4 EF, A4 EF B8, A4 EF B8 8F), so windows of these characters are 2 + crossingDepth wider than the longest
+// run of them in a token. Every window found in fuzzed texts of ZWJ sequences, skin tones, variation selectors (and
+// the odd letter, digit, space or flag) is checked against the library on the whole text, both sides.
+const EMOJI_ZWJ = ["👨\u200d👩\u200d👧", "👍🏽", "🏳\ufe0f\u200d🌈", "❤\ufe0f"];
+const EMOJI_PIECES = [...EMOJI_ZWJ, ...EMOJI_ZWJ, ...EMOJI_ZWJ, "❤", "\ufe0f", "\u200d", "🏽🏽", "❤\ufe0f\u200d🔥", "🇺🇸", "a", "1", " ", "!"];
+const emojiTexts = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(EMOJI_PIECES, seed * 1000 + i, 200 + ((i * 37) % 120)));
+const EMOJI_NAMES = [
+  ...(existsSync(SHARED_TOKENIZERS) ? ["shared/clip-vit-base-patch32.tokenizer.json"] : []),
+  "models/clip", "models/qwen3-embed", "models/qwen3-rerank", "models/colmodernvbert",
+];
+describe("windows of emoji ZWJ sequences under byte-level BPE, where tokens begin inside a character and cross into the next (crossingDepth)", () => {
+  for (const name of EMOJI_NAMES) {
+    test(name, async () => {
+      const json = JSON.parse(tokenizerText(name)!);
+      const policy = cutPolicy(json)!.inWord!;
+      // the crossers are there: the old rule (no crosser at all) refused these windows
+      const chars = [...new Set([...EMOJI_ZWJ.join("")])];
+      expect(midCharCrosser(policy.tokenBytes!(), chars)).toBe(true);
+      expect(crossingDepth(policy.tokenBytes!(), chars)).toBe(1);
+      const n = await checkWindows(name, json, emojiTexts(5, 10));
+      expect(n.nonAscii).toBeGreaterThan(40);
+    }, 120_000);
+  }
+
+  test("a chain of tokens that begin inside characters makes windows wider (a vocabulary built for it)", async () => {
+    // GPT-2's byte-to-character map
+    const byteChar: string[] = [];
+    for (let b = 0, extra = 0; b < 256; b++) byteChar.push(String.fromCodePoint((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174 ? b : 256 + extra++));
+    const level = (s: string) => [...new TextEncoder().encode(s)].map((b) => byteChar[b]!).join("");
+    // "˂¶¶¶¶¶¶×·" is CB 82 (C2 B6) x 6 C3 97 C2 B7: merged into CB | 82 (C2 B6) x 6 C3 | 97 C2 | B7, whose 8
+    // character boundaries from ˂'s end to ×'s end are none of them a token boundary, though no token holds more
+    // than 6 whole characters (a window of 8 positions, 2 more than that, would not be enough). No token begins
+    // inside ¶ or ·, and only these inside ˂ or ×: the chain is bounded (crossingDepth counts from inside ˂: 7 + 1)
+    const unit = "˂¶¶¶¶¶¶×·";
+    const [x82, c2, b6, c3, x97, b7, cb] = [0x82, 0xc2, 0xb6, 0xc3, 0x97, 0xb7, 0xcb].map((b) => byteChar[b]!);
+    const merges: [string, string][] = [[x97, c2], [x82, c2]];
+    let left = x82 + c2;
+    for (const next of [b6, ...Array.from({ length: 5 }, () => [c2, b6]).flat(), c3]) {
+      merges.push([left, next]);
+      left += next;
+    }
+    const vocab: Record<string, number> = {};
+    for (const c of byteChar) vocab[c] = Object.keys(vocab).length;
+    for (const [a, b] of merges) vocab[a + b] = Object.keys(vocab).length;
+    const json = { ...JSON.parse(tokenizerText("models/clap")!), added_tokens: [], post_processor: null };
+    json.model = { ...json.model, vocab, merges };
+    const rust = Tokenizer.fromString(JSON.stringify(json));
+    const tokens = (await rust.encode(unit.repeat(3), null, CONTENT)).getTokens();
+    expect(tokens.slice(0, 5)).toEqual([cb, x82 + level("¶¶¶¶¶¶") + c3, x97 + c2, b7, cb]);
+    const policy = cutPolicy(json)!.inWord!;
+    expect(crossingDepth(policy.tokenBytes!(), [..."˂¶×·"])).toBe(8);
+    const n = await checkWindows("chain", json, [0, 1, 2, 3, 4].map((k) => "·".repeat(k) + unit.repeat(30)));
+    expect(n.windows).toBeGreaterThan(20);
+  });
+
+  test("crossingDepth: chains of tokens that begin inside characters (bounded, unbounded, none)", () => {
+    const json = JSON.parse(tokenizerText("models/clap")!);
+    const base = cutPolicy(json)!.inWord!;
+    expect(crossingDepth(base.tokenBytes!(), ["\u200b", "\ufeff"])).toBe(0);
+    const withTokens = (tokens: string[]) => {
+      const j = structuredClone(json);
+      for (const [k, t] of tokens.entries()) j.model.vocab[t] = 60_000 + k;
+      return cutPolicy(j)!.inWord!.tokenBytes!();
+    };
+    // U+200B is E2 80 8B ("âĢĭ"), U+FEFF EF BB BF ("ï»¿"), U+0001 01 ("ā"): 8B EF crosses one boundary and ends
+    // inside U+FEFF, where BB BF 01 crosses one more (and ends at U+0001's end); a token of bytes the characters
+    // never put together counts for nothing
+    expect(crossingDepth(withTokens(["ĭï"]), ["\u200b", "\ufeff"])).toBe(1);
+    expect(crossingDepth(withTokens(["ĭï", "»¿ā"]), ["\u200b", "\ufeff", "\u0001"])).toBe(2);
+    expect(crossingDepth(withTokens(["ĭï", "»¿ā"]), ["\u200b", "\ufeff"])).toBe(1);
+    expect(crossingDepth(withTokens(["ĭï"]), ["\u200b", "\u0001"])).toBe(0);
+    // 8B, a whole U+200B, then its end: one boundary inside (the token ends at a character's end)
+    expect(crossingDepth(withTokens(["ĭâĢĭ"]), ["\u200b"])).toBe(1);
+    expect(crossingDepth(withTokens(["ĭâĢĭā"]), ["\u200b", "\u0001"])).toBe(2);
+    // tokens that end inside a character where a chain can begin again (every byte is a token): no bound, no window
+    expect(crossingDepth(withTokens(["ĭâ"]), ["\u200b"])).toBe(-1);
+    expect(crossingDepth(withTokens(["ĭï", "»¿â"]), ["\u200b", "\ufeff"])).toBe(-1);
+    expect(wordPrefixWindow("\u200b".repeat(3000), 1000, cutPolicy((() => { const j = structuredClone(json); j.model.vocab["ĭâ"] = 60_000; return j; })())!.inWord!, (c) => c, 64, (t) => (t.length > 0 ? 1 : 0))).toBeNull();
+  });
+});
+
 // 1,000,000 characters of each kind, both directions: the library's ids and a fraction of its time (the NFC
 // pipelines' marks and jamo are still tokenized whole: not here).
 const ALL = ["zero-width spaces", "byte-order marks", "controls", "emoji flags", "combining marks", "hangul jamo", "nbsp", "format, controls, flags mixed"];
@@ -181,6 +263,9 @@ describe("1,000,000 characters of joiners, byte-level BPE (timed in a fresh proc
   test.skipIf(!existsSync(SHARED_TOKENIZERS))("roberta-base", () => expectAtLimit("shared/roberta-base.tokenizer.json", both(ALL)), 600_000);
   test.skipIf(!existsSync(SHARED_TOKENIZERS))("clip-vit-base-patch32", () => expectAtLimit("shared/clip-vit-base-patch32.tokenizer.json", both(NFC)), 600_000);
   test("qwen3-embed", () => expectAtLimit("models/qwen3-embed", both([...NFC, "nbsp"])), 600_000);
+  test("emoji ZWJ sequences (clip, qwen3-embed, qwen3-rerank, colmodernvbert; crossingDepth)", async () => {
+    for (const name of EMOJI_NAMES) await expectAtLimit(name, both(["emoji ZWJ sequences"]));
+  }, 600_000);
   test("clap, colmodernvbert, roberta-cls", async () => {
     for (const name of ["clap", "colmodernvbert", "roberta-cls"]) await expectAtLimit(`models/${name}`, both(["zero-width spaces", "combining marks", "emoji flags", "hangul jamo"]));
   }, 600_000);
