@@ -245,6 +245,71 @@ export function precompiledWord(
 }
 let WORD = { symbols: new Int32Array(1024), at: new Int32Array(1025) };
 
+/**
+ * Whether no UAX #29 version since Unicode 11 puts a boundary at UTF-16 index i: a certain join (clusterJoin), or
+ * GB11's pictograph after a ZWJ that follows a pictograph and Extend characters (as precompiledWord's walk joins them).
+ */
+function joinAt(text: string, i: number): boolean {
+  if (clusterJoin(text, i)) return true;
+  if (i <= 1 || i >= text.length || text.charCodeAt(i - 1) !== 0x200d || !(classOf(text.codePointAt(i)!) & PICTOGRAPH)) return false;
+  for (let q = i - 1, steps = 0; q > 0 && steps < RUN_LOOKBACK; steps++) {
+    const cp = codePointBefore(text, q);
+    const c = classOf(cp);
+    if (c & PICTOGRAPH) return true;
+    if (!(c & GB_EXTEND)) return false;
+    q -= codeUnits(cp);
+  }
+  return false;
+}
+
+/** Longest walk, in code points, from a suffix's start to the certain cluster boundaries around it. */
+const SUFFIX_WALK = 64;
+
+/**
+ * Whether the suffix of `text` that starts at UTF-16 index c, right after a character z that the map turns into a
+ * text ending with U+0020 (ZWJ under T5's and XLM-R's map), normalises alone to the whole text's normalised text after
+ * that space (encode.ts spaceInWordSuffixCut: the left-side counterpart of a cut after such a space). It does when:
+ * - in the whole text T, z lies in a known cluster X = [a, b): a and b are certain boundaries (b may be T's end), every
+ *   position between them, c included, a certain join, and X has 6 UTF-8 bytes or more. So T's normalised text is
+ *   norm(T[0, a)), then each of X's characters transformed alone, then norm(T[b, end)) (the file head: a certain
+ *   boundary splits the normalised text; a cluster of 6 bytes or more is transformed character by character): z's
+ *   space is followed by the transforms of T[c, b) one by one, then by norm(T[b, end));
+ * - in the suffix S = T[c, end), read alone, every position of (0, b - c) is a certain join (joinAt) and b - c a certain
+ *   boundary (or S's end), so S's first cluster is S[0, b - c) = T[c, b); it is one character, or 6 bytes or more:
+ *   either way its transform is its characters' transforms one by one (a lone character is looked up alone too). Its
+ *   rest S[b - c, end) = T[b, end) starts at a certain boundary of S: normalised as in T. So norm(S) is the whole
+ *   text's normalised text after z's space;
+ * - the first character of S turns into a text that does not start with whitespace (so the space before it is one the
+ *   pre-tokenizer splits at as at a real space, and nothing at S's start is whitespace that T would treat otherwise).
+ * The predicates are UAX #29's look-back only (boundary or join from the characters before a position and the one at
+ * it), each certain for the text it reads, so they are read on T and on S's first characters alone.
+ */
+export function spaceSuffixStart(text: string, c: number, normalizeChar: (cp: number) => string): boolean {
+  if (c <= 0 || c >= text.length) return false;
+  const first = normalizeChar(text.codePointAt(c)!);
+  if (first.length === 0 || isWhitespace(first.codePointAt(0)!)) return false;
+  if (!joinAt(text, c)) return false;
+  // X's start a: back over certain joins from z's start
+  let a = c - codeUnits(codePointBefore(text, c));
+  for (let steps = 0; a > 0 && !clusterBoundary(text, a); steps++) {
+    if (steps >= SUFFIX_WALK || !joinAt(text, a)) return false;
+    a -= codeUnits(codePointBefore(text, a));
+  }
+  // X's end b: forward over certain joins from c's character
+  let b = c + codeUnits(text.codePointAt(c)!);
+  for (let steps = 0; b < text.length && !clusterBoundary(text, b); steps++) {
+    if (steps >= SUFFIX_WALK || !joinAt(text, b)) return false;
+    b += codeUnits(text.codePointAt(b)!);
+  }
+  if (utf8Length(text, a, b) < 6) return false;
+  // S's first cluster, read on S alone: T[c, b) (and the character at b, which the boundary before it looks at)
+  const s = text.slice(c, Math.min(text.length, b + 2));
+  const n = b - c;
+  for (let i = codeUnits(s.codePointAt(0)!); i < n; i += codeUnits(s.codePointAt(i)!)) if (!joinAt(s, i)) return false;
+  if (b < text.length && !clusterBoundary(s, n)) return false;
+  return n === codeUnits(s.codePointAt(0)!) || utf8Length(s, 0, n) >= 6;
+}
+
 /** Whether a normalised piece ends with whitespace (an empty one does not). */
 function endsInSpace(s: string): boolean {
   return s.length > 0 && isWhitespace(s.codePointAt(s.length - 1)!);

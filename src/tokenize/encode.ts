@@ -6,7 +6,7 @@
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
 import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramFirstTokens, unigramWordPath, type WordPath } from "./unigram";
-import { clusterBoundary, isWhitespace, precompiledWord } from "./clusters";
+import { clusterBoundary, isWhitespace, precompiledWord, spaceSuffixStart } from "./clusters";
 
 export interface Encoded {
   ids: Int32Array;
@@ -251,7 +251,12 @@ export class Encoder {
   private async suffixContent(text: string, need: number, cuts: CutPolicy): Promise<Content> {
     let from = text.length - Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
-      const at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      let at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      // under Precompiled, a suffix may start after a character it turns into a space inside a word (ZWJ)
+      if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.clusters) {
+        const inside = this.spaceInWordSuffixCut(text, from, cuts.inWord);
+        if (inside > at) at = inside;
+      }
       // no cut point soon before `from`, where suffixes have the whole text's last tokens
       const far = (at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && Number.isFinite(need);
       if (far && cuts.spaceRuns?.suffixes) {
@@ -907,6 +912,36 @@ export class Encoder {
     const near = new Set([...around, ...this.normalizeUnit(around)]);
     if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => near.has(ch)))) return -1;
     return c;
+  }
+
+  /**
+   * Under Precompiled alone (InWordPolicy.clusters): the last position at or before `from` (within 65,536 characters)
+   * right after a character the map turns into a text ending with U+0020 (ZWJ inside an emoji sequence) where the
+   * suffix normalises alone as the whole text does after that space (clusters.ts spaceSuffixStart), or -1. The whole
+   * text's pre-tokens (WhitespaceSplit, Metaspace) after that space are the suffix's, the first one with the same
+   * marker where the pre-tokenizer gives a text's first word the marker it gives a word after a space (WordMarker:
+   * atStart and afterSpace agree), so the suffix's tokens are all the whole text's last ones; no added token may lie
+   * across the position (each has a character that is not within its length of it, raw or normalised).
+   */
+  private spaceInWordSuffixCut(text: string, from: number, policy: InWordPolicy): number {
+    const marker = policy.unigram?.marker;
+    if (!marker || marker.atStart !== marker.afterSpace) return -1;
+    const reach = policy.added.reduce((m, t) => Math.max(m, t.length), 0);
+    const low = Math.max(1, from - 65_536);
+    for (let c = Math.min(from, text.length - 1); c >= low; c--) {
+      const unit = text.charCodeAt(c - 1);
+      // c - 1 is the low half of a pair: the code point begins one before
+      const cp = unit >= 0xdc00 && unit <= 0xdfff && c >= 2 ? text.codePointAt(c - 2)! : unit;
+      const after = text.charCodeAt(c);
+      if (after >= 0xdc00 && after <= 0xdfff) continue;
+      const z = this.normalizeCodePoint(cp);
+      if (z.length === 0 || z.charCodeAt(z.length - 1) !== 0x20 || !spaceSuffixStart(text, c, this.normalizeCodePoint)) continue;
+      const around = text.slice(Math.max(0, c - reach), c + reach);
+      const near = new Set([...around, ...this.normalizeUnit(around)]);
+      if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => near.has(ch)))) continue;
+      return c;
+    }
+    return -1;
   }
 
   /** Whether one of the 256 characters from `from` is no window character (a mark: clusterPrefix). */

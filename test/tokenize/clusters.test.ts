@@ -5,7 +5,7 @@
 // end (both directions); words that must be refused; and 1,000,000-character inputs timed against the library.
 import { describe, expect, test } from "bun:test";
 import { Tokenizer } from "tokenizers";
-import { clusterBoundary, clusterJoin, precompiledWord } from "../../src/tokenize/clusters";
+import { clusterBoundary, clusterJoin, precompiledWord, spaceSuffixStart } from "../../src/tokenize/clusters";
 import { Encoder } from "../../src/tokenize/encode";
 import { unigramFirstTokens } from "../../src/tokenize/unigram";
 import { expectLibraryIds, textOfPieces, tokenizerText } from "../helpers";
@@ -224,6 +224,94 @@ describe("cuts after a character Precompiled turns into whitespace inside a word
   }
 });
 
+/** Every suffix cut (spaceInWordSuffixCut) found from every other position of `texts`, against the library's whole text. */
+async function checkSuffixCuts(name: string, rust: Tokenizer, encoder: Internals, texts: string[]): Promise<{ cuts: number; refused: number }> {
+  const cut = (encoder as unknown as { spaceInWordSuffixCut: (text: string, from: number, policy: unknown) => number }).spaceInWordSuffixCut.bind(encoder);
+  let cuts = 0;
+  const refused = new Set<string>();
+  for (const text of texts) {
+    const whole = await rust.encode(text, null, CONTENT);
+    const ids = whole.getIds();
+    const offsets = whole.getOffsets();
+    const seen = new Set<number>();
+    for (let from = text.length - 1; from > 0; from -= 2) {
+      const c = cut(text, from, encoder.cuts.inWord);
+      if (c <= 0 || seen.has(c)) continue;
+      seen.add(c);
+      expect(c).toBeLessThanOrEqual(from);
+      expect(text[c - 1]).toBe("\u200d");
+      // all of the suffix's tokens are the whole text's last ones (ids; offsets but the first, the marker's)
+      const e = await rust.encode(text.slice(c), null, CONTENT);
+      const n = e.getIds().length;
+      const where = JSON.stringify(text.slice(Math.max(0, c - 8), c + 8));
+      expect([name, where, e.getIds()]).toEqual([name, where, ids.slice(ids.length - n)]);
+      const shift = [...text.slice(0, c)].length;
+      const mine = e.getOffsets().slice(1).map(([a, b]) => [a! + shift, b! + shift]);
+      expect([name, where, mine]).toEqual([name, where, offsets.slice(offsets.length - n + 1)]);
+      cuts++;
+    }
+    // the ZWJs refused: after a character that is no pictograph, before one that is none, or before whitespace
+    for (let c = 1; c < text.length; c++) if (text[c - 1] === "\u200d" && !seen.has(c)) refused.add(text.slice(Math.max(0, c - 3), c + 3));
+  }
+  return { cuts, refused: refused.size };
+}
+
+describe("suffixes that start after a character Precompiled turns into a space inside a word (ZWJ): every one against the library (whole text)", () => {
+  const texts = () => [...words(EMOJI_ZWJ, 25, 16, 300), ...words([...EMOJI_ZWJ, " ", "hello", "\u200d\u200d", "\u200d "], 26, 8, 300)];
+  for (const name of available) {
+    test(name, async () => {
+      const { rust, encoder } = await setUp(name);
+      const n = await checkSuffixCuts(name, rust, encoder, texts());
+      expect(n.cuts).toBeGreaterThan(300);
+      expect(n.refused).toBeGreaterThan(10);
+      const inputs = { emoji: textOfPieces(EMOJI_ZWJ, 27, 40_000), sequences: textOfPieces(["👨\u200d👩\u200d👧", "👍🏽", "🏳\ufe0f\u200d🌈", "❤\ufe0f"], 28, 40_000) };
+      for (const max of [64, 512]) await expectLibraryIds(name, tokenizerText(name)!, max, inputs);
+      // Metaspace that marks a text's first word but not one after a space ("first"): no suffix cut (its first word
+      // would get a marker the whole text's word after the ZWJ's space does not)
+      const json = JSON.parse(tokenizerText(name)!);
+      json.pre_tokenizer.pretokenizers[1] = { type: "Metaspace", replacement: "\u2581", prepend_scheme: "first", split: true };
+      const first = Tokenizer.fromString(JSON.stringify(json));
+      first.disableTruncation();
+      const firstEncoder = (await Encoder.create(json, {}, 64)) as unknown as Internals;
+      expect(firstEncoder.cuts.inWord.clusters).toBe(true);
+      expect((await checkSuffixCuts(`${name} first`, first, firstEncoder, texts().slice(0, 4))).cuts).toBe(0);
+      // an added token across the ZWJ ("\u200d👩", matched in the raw text): no suffix starts inside it
+      const added = JSON.parse(tokenizerText(name)!);
+      added.added_tokens.push({ id: 250_100, content: "\u200d👩", single_word: false, lstrip: false, rstrip: false, normalized: false, special: false });
+      const withAdded = Tokenizer.fromString(JSON.stringify(added));
+      withAdded.disableTruncation();
+      const addedEncoder = (await Encoder.create(added, {}, 64)) as unknown as Internals;
+      expect((await checkSuffixCuts(`${name} added`, withAdded, addedEncoder, texts().slice(0, 4))).cuts).toBeGreaterThan(0);
+    }, 300_000);
+  }
+
+  test("the conditions, one by one (a stand-in map: ZWJ to a space, every other character itself)", () => {
+    const map = (cp: number) => (cp === 0x200d ? " " : cp === 0x2060 ? "" : String.fromCodePoint(cp));
+    const at = (s: string) => s.indexOf("\u200d") + 1;
+    // the family: ZWJ inside 👨‍👩‍👧 (11 bytes after it, 18 in all); after the flag's ZWJ a lone rainbow
+    expect(spaceSuffixStart("👍👨\u200d👩\u200d👧👍", at("👍👨\u200d👩\u200d👧👍"), map)).toBe(true);
+    expect(spaceSuffixStart("👍🏳\ufe0f\u200d🌈👍", at("👍🏳\ufe0f\u200d🌈👍"), map)).toBe(true);
+    // the whole text's cluster under 6 bytes ("x" + ZWJ), or no join at the position (no pictograph before the ZWJ)
+    expect(spaceSuffixStart("!x\u200d👩!", at("!x\u200d👩!"), map)).toBe(false);
+    // the cluster goes on into what no rule version certainly joins or parts (a pictograph after a skin tone's ZWJ)
+    expect(spaceSuffixStart("👨\u200d🏽\u200d👩!", 3, map)).toBe(false);
+    // the suffix starts with whitespace or with a character the map drops
+    expect(spaceSuffixStart("👨\u200d\u200d👩!", 3, map)).toBe(false);
+    expect(spaceSuffixStart("👨\u200d\u2060👩!", 3, map)).toBe(false);
+    // guards the argument needs though these maps never tell them apart: the suffix's first cluster two marks (4
+    // bytes, looked up whole on the suffix alone, character by character in the whole text); the suffix starts with
+    // whitespace (a second ZWJ)
+    expect(spaceSuffixStart("a\u200d\u0301\u0301b", 2, map)).toBe(false);
+    expect(spaceSuffixStart("a\u200d\u0301\u0301\u0301b", 2, map)).toBe(true);
+    expect(spaceSuffixStart("👨\u200d\u200da", 3, map)).toBe(false);
+    // the whole text's cluster under 6 bytes (ZWJ and a mark at the text's start: looked up whole), and one of 6
+    expect(spaceSuffixStart("\u200d\u0301b", 1, map)).toBe(false);
+    expect(spaceSuffixStart("a\u200d\u0301b", 2, map)).toBe(true);
+    // at the text's ends
+    expect(spaceSuffixStart("👨\u200d", 3, map)).toBe(false);
+  });
+});
+
 describe("words that are refused (the text goes another way, still the library's ids)", () => {
   for (const name of available) {
     test(name, async () => {
@@ -262,7 +350,7 @@ describe("the Encoder on 20,000-40,000-character words with marks (both directio
   }
 });
 
-const LIMIT_CASES = [...["Thai with marks", "Devanagari without spaces", "combining marks", "zalgo"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[]), ["emoji ZWJ sequences", "right"] as LimitCase];
+const LIMIT_CASES = [...["Thai with marks", "Devanagari without spaces", "combining marks", "zalgo"].flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[]), ["emoji ZWJ sequences", "right"], ["emoji ZWJ sequences", "left"]] as LimitCase[];
 describe("1,000,000 characters of words with marks under Precompiled (timed in a fresh process: at-limit.ts)", () => {
   for (const name of available) test(name, () => expectAtLimit(name, LIMIT_CASES), 600_000);
 });
