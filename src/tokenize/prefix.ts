@@ -1126,7 +1126,7 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     let nonAscii = false;
     for (const ch of chars) if (ch.charCodeAt(0) >= 0x80) nonAscii = true;
     // byte-level BPE: tokens may begin and end inside a character's bytes (midCharCrosser, crossingDepth)
-    const depth = policy.model === "bpe-bytes" && nonAscii ? crossingDepth(policy.tokenBytes!(), chars) : 0;
+    const depth = policy.model === "bpe-bytes" && nonAscii && midCharCrosser(policy.tokenBytes!(), chars) ? crossingDepth(policy.tokenBytes!(), chars) : 0;
     if (depth < 0) return null;
     const extra = policy.model === "bpe-bytes" && nonAscii ? 2 + depth : 0;
     const run = longestRunFrom(policy, chars, w - extra + 1);
@@ -1215,8 +1215,17 @@ export function crossingDepth(tokens: ByteTokens, chars: Iterable<string>): numb
   const key = encoded.join("|");
   let found = tokens.depths.get(key);
   if (found !== undefined) return found;
-  // the tokens that begin with a UTF-8 continuation byte (only they can begin inside a character)
-  const mids = (tokens.mids ??= tokens.text.split("\u0100").filter((t) => t.length > 0 && (t.charCodeAt(0) & 0xc0) === 0x80));
+  // the tokens that begin with a UTF-8 continuation byte (only they can begin inside a character), by that byte
+  let mids = tokens.mids;
+  if (!mids) {
+    mids = tokens.mids = new Map();
+    for (const t of tokens.text.split("\u0100")) {
+      if (t.length === 0 || (t.charCodeAt(0) & 0xc0) !== 0x80) continue;
+      const list = mids.get(t.charCodeAt(0));
+      if (list) list.push(t);
+      else mids.set(t.charCodeAt(0), [t]);
+    }
+  }
   const memo = new Map<string, number>();
   const CYCLE = -1;
   // the most boundaries inside a chain whose first token begins at byte k of encoded[i] (0 < k < its length)
@@ -1239,7 +1248,7 @@ export function crossingDepth(tokens: ByteTokens, chars: Iterable<string>): numb
         else if (e.startsWith(r)) best = Math.max(best, crossed + longest(j, r.length));
       }
     };
-    for (const t of mids) {
+    for (const t of mids.get(rest.charCodeAt(0)) ?? []) {
       if (rest.startsWith(t)) {
         if (t.length < rest.length) best = Math.max(best, longest(i, k + t.length));
       } else if (t.startsWith(rest)) walk(t.slice(rest.length), 1);
@@ -1267,7 +1276,7 @@ export interface ByteTokens {
   text: string;
   crossers: Map<string, boolean>;
   depths: Map<string, number>;
-  mids?: string[];
+  mids?: Map<number, string[]>;
 }
 
 /** ByteTokens of a byte-level vocabulary (`suffix`: an end-of-word suffix, left out). */
