@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, forcedByteEnd, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramFirstTokens, unigramWordPath, type WordPath } from "./unigram";
 import { clusterBoundary, isWhitespace, precompiledWord, spaceSuffixStart } from "./clusters";
 
@@ -316,7 +316,7 @@ export class Encoder {
   private async wordSuffix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
     let back = Math.max(64, need * 4);
     while (back < text.length) {
-      const win = wordPrefixWindow(text, text.length - back, policy, this.normalizeChar, undefined, this.pieces);
+      const win = wordPrefixWindow(text, text.length - back, policy, this.normalizeChar, undefined, this.pieces) ?? this.forcedWindow(text, text.length - back, policy);
       if (!win) {
         // no window there (spaces, marks, other classes): look further from the end
         back *= 4;
@@ -330,6 +330,12 @@ export class Encoder {
       if (back * win.ends.length * 4 > text.length) return null;
     }
     return null;
+  }
+
+  /** A window of one position that no vocabulary token can cover (prefix.ts forcedByteEnd), or null. */
+  private forcedWindow(text: string, from: number, policy: InWordPolicy): { ends: number[] } | null {
+    const v = forcedByteEnd(text, from, policy, this.normalizeChar, this.pieces);
+    return v > 0 ? { ends: [v] } : null;
   }
 
   /**
@@ -591,7 +597,7 @@ export class Encoder {
     let from = Math.max(64, need * 4);
     while (from < text.length) {
       const forced = unknownCut(text, from, from * 2, policy, this.charKind);
-      const win = forced > 0 ? { ends: [forced] } : wordPrefixWindow(text, from, policy, this.normalizeChar, undefined, this.pieces);
+      const win = forced > 0 ? { ends: [forced] } : (wordPrefixWindow(text, from, policy, this.normalizeChar, undefined, this.pieces) ?? this.forcedWindow(text, from, policy));
       if (!win) {
         // no window there (spaces, marks, other classes): look further in
         from *= 4;

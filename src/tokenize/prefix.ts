@@ -1137,6 +1137,89 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
   return null;
 }
 
+/** The most characters forcedByteEnd reads from its start. */
+const FORCED_SCAN = 256;
+/** Each byte-level vocabulary's tokens as Latin-1 strings (end-of-word suffix left out), and the longest one's length. */
+const TOKEN_SETS = new WeakMap<ByteTokens, { set: Set<string>; longest: Map<string, number> }>();
+
+/**
+ * Byte-level BPE whose tokens may begin inside a character and go on past it (midCharCrosser: CLIP's vocabulary
+ * holds "\xac\xeb", the last byte of 사 and the first of 나, so no window of Hangul syllables is proven there): the
+ * first position v at or after `from` (within FORCED_SCAN characters) that no vocabulary token can cover, else -1.
+ * Every symbol of byte-level BPE is a vocabulary token (the bytes are: everyByte; a merge's result is one), so the
+ * whole word's final tokens, a partition of its bytes, cover v only with a token equal to a stretch of the word's
+ * bytes that starts before v and ends after it, at most `longest` bytes long (the longest token spelled with the
+ * bytes of these characters only, its end-of-word suffix left out: a superset of what can stand there). Where no such stretch is a token, v is a boundary of the
+ * whole word's tokens: the text before v has the whole word's tokens before v (through the model without an
+ * end-of-word suffix), the text from v those from v (InWordPolicy: no merge crosses a boundary). The stretch must be
+ * the whole text's normalised bytes inside one pre-token: every character within `longest` bytes on each side of v
+ * is a window character (windowChar: its own unit, one character of its class once normalised), all of one class
+ * and one piece to the library's pre-tokenizer (oneRegexClass), and no added token is spelled with them alone, v
+ * lying as many characters inside them as the longest added token has (as in wordPrefixWindow: an occurrence across v
+ * would be spelled with them). The whole text's ids at v then follow as for a window of one position.
+ */
+export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, pieces: PieceCount): number {
+  if (policy.model !== "bpe-bytes" || !policy.everyByte || !policy.byteWindows || !policy.tokenBytes) return -1;
+  const tokens = policy.tokenBytes();
+  let known = TOKEN_SETS.get(tokens);
+  if (!known) {
+    const all = tokens.text.split("\u0100").filter((t) => t !== "");
+    known = { set: new Set(all), longest: new Map() };
+    TOKEN_SETS.set(tokens, known);
+  }
+  const set = known.set;
+  let i = from;
+  if (i > 0 && i < text.length && text.charCodeAt(i) >= 0xdc00 && text.charCodeAt(i) <= 0xdfff) i++;
+  // the window characters from i on: their positions (UTF-16), and their normalised bytes (Latin-1) and where each begins
+  const at: number[] = [];
+  const byteAt: number[] = [];
+  let bytes = "";
+  const chars = new Set<string>();
+  const seen = new Set<string>();
+  let cls: string | null = null;
+  while (i < text.length && at.length < FORCED_SCAN) {
+    const ch = codePointAt(text, i);
+    const n = windowChar(ch, normalize(ch), policy);
+    if (n === null || (cls !== null && classOf(n) !== cls)) break;
+    cls = classOf(n);
+    chars.add(n);
+    seen.add(n).add(ch);
+    at.push(i);
+    byteAt.push(bytes.length);
+    bytes += String.fromCharCode(...UTF8.encode(n));
+    i += ch.length;
+  }
+  if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => seen.has(ch))) || (chars.size > 0 && !oneRegexClass(chars, pieces, true))) return -1;
+  // the longest token spelled with these bytes only (no other can equal a stretch of them)
+  const byteSet = [...new Set(bytes)].sort().join("");
+  let longest = known.longest.get(byteSet);
+  if (longest === undefined) {
+    const only = new RegExp(`\u0100[${[...byteSet].map((b) => `\\x${b.charCodeAt(0).toString(16).padStart(2, "0")}`).join("")}]+(?=\u0100|$)`, "g");
+    longest = 0;
+    for (const m of tokens.text.matchAll(only)) longest = Math.max(longest, m[0].length - 1);
+    if (known.longest.size > 4096) known.longest.clear();
+    known.longest.set(byteSet, longest);
+  }
+  // an added token's occurrence across v lies inside the characters read (so it is spelled with them alone)
+  const reach = policy.added.reduce((m, t) => Math.max(m, [...t].length), 0);
+  for (let j = Math.max(1, reach); j + reach <= at.length; j++) {
+    const v = byteAt[j]!;
+    if (v < longest) continue;
+    if (bytes.length - v < longest) break;
+    let covered = false;
+    for (let s = v - longest + 1; s < v && !covered; s++) {
+      for (let e = v + 1; e <= s + longest; e++) {
+        if (set.has(bytes.slice(s, e))) {
+          covered = true;
+          break;
+        }
+      }
+    }
+    if (!covered) return at[j]!;
+  }
+  return -1;
+}
+
 /**
  * How many pre-tokens the tokenizer's own pre-tokenizer makes of a (normalised) text: the Rust library's regex
  * engine decides which characters are letters, numbers or whitespace, not JavaScript's Unicode tables (which know

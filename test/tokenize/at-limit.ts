@@ -85,6 +85,8 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   "Devanagari without spaces": () => letters(LIMIT, "कखगमरन\u093e\u093f\u0940\u094d\u0902", 12),
   // Arabic letters with harakat (fatha, damma, kasra, shadda: non-starters that compose with nothing), no spaces
   "arabic harakat": () => drawn(LIMIT, "\u0628\u062a\u0633\u0645\u064e\u064f\u0650\u0651", 14),
+  // Hangul syllables without spaces: one long word, where CLIP's vocabulary has tokens that cross syllables' bytes
+  "hangul syllables": () => drawn(LIMIT, "한국어가나다라마바사", 15),
   // emoji joined by ZWJ, with skin tones and variation selectors (BERT drops the joiners and selectors)
   "emoji ZWJ sequences": () => sequences(LIMIT, ["👨\u200d👩\u200d👧", "👍🏽", "🏳\ufe0f\u200d🌈", "❤\ufe0f"], 13),
   // letters under stacked combining marks (one grapheme cluster of 6 bytes or more per letter, mostly)

@@ -9,7 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { Tokenizer } from "tokenizers";
-import { crossingDepth, cutPolicy, midCharCrosser, prefixModelJson, wordPrefixWindow, type PieceCount } from "../../src/tokenize/prefix";
+import { crossingDepth, cutPolicy, forcedByteEnd, midCharCrosser, prefixModelJson, wordPrefixWindow, type InWordPolicy, type PieceCount } from "../../src/tokenize/prefix";
 import { SHARED_TOKENIZERS, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 
@@ -40,8 +40,12 @@ interface Counts {
   nonAscii: number;
 }
 
+/** Where a window is looked for: wordPrefixWindow's positions, or forcedByteEnd's one position. */
+type Finder = (text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, pieces: PieceCount) => number[] | null;
+const windows: Finder = (text, from, policy, normalize, pieces) => wordPrefixWindow(text, from, policy, normalize, 64, pieces)?.ends ?? null;
+
 /** Every window of `texts` (from every position) against the whole text, as the file's comment says. */
-async function checkWindows(label: string, json: Record<string, unknown>, texts: string[]): Promise<Counts> {
+async function checkWindows(label: string, json: Record<string, unknown>, texts: string[], find: Finder = windows): Promise<Counts> {
   const policy = cutPolicy(json)!.inWord!;
   expect(policy, label).not.toBeNull();
   const rust = Tokenizer.fromString(JSON.stringify(json));
@@ -63,7 +67,8 @@ async function checkWindows(label: string, json: Record<string, unknown>, texts:
     const seen = new Set<string>();
     // every third position (windows from neighbouring positions mostly coincide)
     for (let from = 1; from < text.length; from += 3) {
-      const win = wordPrefixWindow(text, from, policy, normalize, 64, pieces);
+      const ends = find(text, from, policy, normalize, pieces);
+      const win = ends && { ends };
       if (!win || seen.has(win.ends.join())) continue;
       seen.add(win.ends.join());
       const points = win.ends.map((e) => [...text.slice(0, e)].length);
@@ -78,6 +83,8 @@ async function checkWindows(label: string, json: Record<string, unknown>, texts:
       // where the whole text has no suffix model
       const firstIds = prefixes[0]!.ids.slice(0, n);
       if (!policy.endOfWordSuffix) expect([label, where, firstIds]).toEqual([label, where, ids.slice(0, n)]);
+      // one position, a boundary of the whole text's tokens: the prefix's tokens are all the whole text's before it
+      if (win.ends.length === 1 && !policy.endOfWordSuffix) expect([label, where, "prefix", prefixes[0]!.ids]).toEqual([label, where, "prefix", ids.slice(0, prefixes[0]!.ids.length)]);
       if (policy.suffixes) {
         const suffixes = (await rust.encodeBatch(win.ends.map((e) => text.slice(e)), CONTENT)).map((e) => ({ ids: e.getIds(), offsets: e.getOffsets() }));
         // a token's offsets from the text's end
@@ -98,6 +105,27 @@ async function checkWindows(label: string, json: Record<string, unknown>, texts:
   }
   return counts;
 }
+
+// Hangul syllables where the vocabulary has tokens that begin inside one and end inside the next (CLIP: the last byte of
+// 사, 바 or 한 with the first of 나, 다, 라, 마, 바): no window; a position that no token can cover (forcedByteEnd). CLIP
+// also has tokens of two syllables (방탄, 축하), which a bound of one syllable's bytes would miss.
+const SYLLABLES = [..."한국어가나다라마바사"];
+const HANGUL = [...SYLLABLES, ...SYLLABLES, ...SYLLABLES, ...SYLLABLES, ...SYLLABLES, ...SYLLABLES, "한국", "사나", "바다", "방탄", "축하", "방탄소년단", "갓세븐", "日", "a", "!", " ", "1", "\u0301", "\u1100\u1161", "\u11a8", "가\u11a8"];
+const forced: Finder = (text, from, policy, normalize, pieces) => {
+  const v = forcedByteEnd(text, from, policy, normalize, pieces);
+  return v > 0 ? [v] : null;
+};
+describe("positions inside a word that no byte-level token can cover are boundaries of the whole text's tokens (both sides)", () => {
+  for (const name of ["shared/clip-vit-base-patch32.tokenizer.json", "models/clip", "models/qwen3-embed", "shared/roberta-base.tokenizer.json"]) {
+    test.skipIf(tokenizerText(name) === null)(name, async () => {
+      const json = JSON.parse(tokenizerText(name)!);
+      if (name.includes("clip-vit")) expect(midCharCrosser(cutPolicy(json)!.inWord!.tokenBytes!(), [..."한국어가나다라마바사"])).toBe(true);
+      const hangul = Array.from({ length: 12 }, (_, i) => textOfPieces(HANGUL, 9100 + i, 300 + ((i * 53) % 200)));
+      const n = await checkWindows(name, json, hangul, forced);
+      expect([name, n.windows > 50]).toEqual([name, true]);
+    }, 120_000);
+  }
+});
 
 describe("windows of marks, controls, format characters, flags and jamo under byte-level BPE are exact (every window, both sides)", () => {
   test.skipIf(!existsSync(SHARED_TOKENIZERS))("roberta-base (no normaliser: marks and jamo too)", async () => {
