@@ -913,11 +913,18 @@ export class Encoder {
     const word = precompiledWord(text, a, end, this.normalizeCodePoint, this.normalizeUnit, undefined, a + 1, true);
     if (!word || word.end >= end) return -1;
     const c = word.end;
+    return this.addedAcross(text, c, policy) ? -1 : c;
+  }
+
+  /**
+   * Whether an added token might lie across position c (spaceInWordCut, spaceInWordSuffixCut): one spelled only with
+   * the characters within its length of c, raw or normalised.
+   */
+  private addedAcross(text: string, c: number, policy: InWordPolicy): boolean {
     const reach = policy.added.reduce((m, t) => Math.max(m, t.length), 0);
     const around = text.slice(Math.max(0, c - reach), c + reach);
     const near = new Set([...around, ...this.normalizeUnit(around)]);
-    if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => near.has(ch)))) return -1;
-    return c;
+    return policy.added.some((t) => t.length > 0 && [...t].every((ch) => near.has(ch)));
   }
 
   /**
@@ -932,7 +939,6 @@ export class Encoder {
   private spaceInWordSuffixCut(text: string, from: number, policy: InWordPolicy): number {
     const marker = policy.unigram?.marker;
     if (!marker || marker.atStart !== marker.afterSpace) return -1;
-    const reach = policy.added.reduce((m, t) => Math.max(m, t.length), 0);
     const low = Math.max(1, from - 65_536);
     for (let c = Math.min(from, text.length - 1); c >= low; c--) {
       const unit = text.charCodeAt(c - 1);
@@ -942,10 +948,7 @@ export class Encoder {
       if (after >= 0xdc00 && after <= 0xdfff) continue;
       const z = this.normalizeCodePoint(cp);
       if (z.length === 0 || z.charCodeAt(z.length - 1) !== 0x20 || !spaceSuffixStart(text, c, this.normalizeCodePoint)) continue;
-      const around = text.slice(Math.max(0, c - reach), c + reach);
-      const near = new Set([...around, ...this.normalizeUnit(around)]);
-      if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => near.has(ch)))) continue;
-      return c;
+      if (!this.addedAcross(text, c, policy)) return c;
     }
     return -1;
   }

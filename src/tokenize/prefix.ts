@@ -1139,8 +1139,6 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
 
 /** The most characters forcedByteEnd reads from its start. */
 const FORCED_SCAN = 256;
-/** Each byte-level vocabulary's tokens as Latin-1 strings (end-of-word suffix left out), and the longest one's length. */
-const TOKEN_SETS = new WeakMap<ByteTokens, { set: Set<string>; longest: Map<string, number> }>();
 
 /**
  * Byte-level BPE whose tokens may begin inside a character and go on past it (midCharCrosser: CLIP's vocabulary
@@ -1161,13 +1159,7 @@ const TOKEN_SETS = new WeakMap<ByteTokens, { set: Set<string>; longest: Map<stri
 export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, pieces: PieceCount): number {
   if (policy.model !== "bpe-bytes" || !policy.everyByte || !policy.byteWindows || !policy.tokenBytes) return -1;
   const tokens = policy.tokenBytes();
-  let known = TOKEN_SETS.get(tokens);
-  if (!known) {
-    const all = tokens.text.split("\u0100").filter((t) => t !== "");
-    known = { set: new Set(all), longest: new Map() };
-    TOKEN_SETS.set(tokens, known);
-  }
-  const set = known.set;
+  const set = (tokens.set ??= new Set(tokens.text.split("\u0100").filter((t) => t !== "")));
   let i = from;
   if (i > 0 && i < text.length && text.charCodeAt(i) >= 0xdc00 && text.charCodeAt(i) <= 0xdfff) i++;
   // the window characters from i on: their positions (UTF-16), and their normalised bytes (Latin-1) and where each begins
@@ -1192,13 +1184,13 @@ export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, 
   if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => seen.has(ch))) || (chars.size > 0 && !oneRegexClass(chars, pieces, true))) return -1;
   // the longest token spelled with these bytes only (no other can equal a stretch of them)
   const byteSet = [...new Set(bytes)].sort().join("");
-  let longest = known.longest.get(byteSet);
+  let longest = tokens.longest.get(byteSet);
   if (longest === undefined) {
     const only = new RegExp(`\u0100[${[...byteSet].map((b) => `\\x${b.charCodeAt(0).toString(16).padStart(2, "0")}`).join("")}]+(?=\u0100|$)`, "g");
     longest = 0;
     for (const m of tokens.text.matchAll(only)) longest = Math.max(longest, m[0].length - 1);
-    if (known.longest.size > 4096) known.longest.clear();
-    known.longest.set(byteSet, longest);
+    if (tokens.longest.size > 4096) tokens.longest.clear();
+    tokens.longest.set(byteSet, longest);
   }
   // an added token's occurrence across v lies inside the characters read (so it is spelled with them alone)
   const reach = policy.added.reduce((m, t) => Math.max(m, [...t].length), 0);
@@ -1352,14 +1344,17 @@ export function crossingDepth(tokens: ByteTokens, chars: Iterable<string>): numb
 }
 
 /**
- * A byte-level vocabulary's tokens for midCharCrosser and crossingDepth: each after U+0100, one character per byte;
- * their answers; the tokens that begin with a continuation byte (built on first use).
+ * A byte-level vocabulary's tokens for midCharCrosser, crossingDepth and forcedByteEnd: each after U+0100, one
+ * character per byte; their answers; the tokens that begin with a continuation byte, and the tokens as a set (built
+ * on first use); the longest token spelled with each set of bytes only (forcedByteEnd).
  */
 export interface ByteTokens {
   text: string;
   crossers: Map<string, boolean>;
   depths: Map<string, number>;
   mids?: Map<number, string[]>;
+  set?: Set<string>;
+  longest: Map<string, number>;
 }
 
 /** ByteTokens of a byte-level vocabulary (`suffix`: an end-of-word suffix, left out). */
@@ -1368,7 +1363,7 @@ function byteTokens(vocab: readonly string[], suffix: string): ByteTokens {
     const bytes = byteLevelBytes(suffix && t.endsWith(suffix) ? t.slice(0, -suffix.length) : t);
     return bytes ? "\u0100" + String.fromCharCode(...bytes) : "";
   }).join("");
-  return { text, crossers: new Map(), depths: new Map() };
+  return { text, crossers: new Map(), depths: new Map(), longest: new Map() };
 }
 
 /**
@@ -1455,8 +1450,7 @@ function separatorScan(set: ReadonlySet<string>): { after: RegExp; table: Uint8A
   if (!scan) {
     const table = new Uint8Array(0x10000);
     for (const c of set) table[c.charCodeAt(0)] = 1;
-    const chars = [...set].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
-    scan = { after: new RegExp(`(?<=[\\p{L}\\p{N}\\p{P}\\p{S}])[${chars}]`, "gu"), table };
+    scan = { after: new RegExp(`(?<=[\\p{L}\\p{N}\\p{P}\\p{S}])[${bmpClass([...set])}]`, "gu"), table };
     SEPARATOR_SCANS.set(set, scan);
   }
   return scan;
@@ -2388,7 +2382,12 @@ const SEPARATOR_CONTEXTS: Array<[string, string]> = [["x", "y"], ["x", ""], ["x1
 
 /** A global regex of runs of three or more of `chars` (BMP characters). */
 function charRuns(chars: readonly string[]): RegExp {
-  return new RegExp(`[${chars.map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]{3,}`, "g");
+  return new RegExp(`[${bmpClass(chars)}]{3,}`, "g");
+}
+
+/** A regex class's contents for BMP characters, each as a `\\uXXXX` escape. */
+function bmpClass(chars: readonly string[]): string {
+  return chars.map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
 }
 
 /** A text with every run of `runs` (WhitespaceRules.runs) shortened to its first and last character. */
