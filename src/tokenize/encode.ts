@@ -4,7 +4,7 @@
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
 import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
-import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, forcedByteEnd, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
+import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, forcedByteEnd, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, ownWindowChar, segmentWindowChar, classOf, type PrefixWindow, type UnitReader, type WindowUnit, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramFirstTokens, unigramWordPath, type WordPath } from "./unigram";
 import { clusterBoundary, isWhitespace, precompiledWord, spaceSuffixStart } from "./clusters";
 
@@ -106,6 +106,8 @@ const WHOLE_CHARS = 16384;
 const SEGMENTS_PER_WORD = 32768;
 /** A segment holds more than twice this many of one mark after its first character before it is read mark by mark (unigramWord). */
 const REPEATED_MARKS = 8;
+/** The most code points of one normalisation segment that segmentUnit reads as a window unit. */
+const SEGMENT_UNIT_POINTS = 32;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
@@ -211,7 +213,9 @@ export class Encoder {
   private async prefixContent(text: string, need: number, cuts: CutPolicy, words: boolean): Promise<Content> {
     let from = Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
-      let at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      // cuts up to 4 from first (one further in is no nearer than a window), the rest only where no window does
+      const near = 4 * from + 1;
+      let at = from < text.length ? cutAtOrAfter(text, from, cuts, this.normalizeChar, this.pieces, near) : -1;
       // under Precompiled, a character it turns into whitespace inside a word (ZWJ) ends a pre-token too
       if ((at < 0 || at > 4 * from) && from < text.length && cuts.inWord?.clusters) {
         const inside = this.spaceInWordCut(text, from, cuts.inWord);
@@ -240,6 +244,10 @@ export class Encoder {
         const replicated = cuts.inWord.unigram ? await this.unigramPrefix(text, from, need, cuts.inWord, words) : null;
         if (replicated) return replicated;
       }
+      if ((at < 0 || at >= near) && near < text.length) {
+        const further = cutAtOrAfter(text, near, cuts, this.normalizeChar, this.pieces, at < 0 ? text.length : at);
+        if (further >= 0) at = further;
+      }
       const part = at < 0 ? text : text.slice(0, at);
       const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), words, at < 0 ? "whole" : "word end");
       if (at < 0 || c.ids.length >= need) return c;
@@ -251,7 +259,9 @@ export class Encoder {
   private async suffixContent(text: string, need: number, cuts: CutPolicy): Promise<Content> {
     let from = text.length - Math.max(WHOLE_CHARS, need * FIRST_CUT_CHARS_PER_TOKEN);
     for (;;) {
-      let at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar, this.pieces) : -1;
+      // cuts down to 4 times as far from the end first, the rest only where no window does (as prefixContent)
+      const near = text.length - 4 * (text.length - from);
+      let at = from > 0 ? cutAtOrBefore(text, from, cuts, this.normalizeChar, this.pieces, near) : -1;
       // under Precompiled, a suffix may start after a character it turns into a space inside a word (ZWJ)
       if ((at < 0 || text.length - at > 4 * (text.length - from)) && from > 0 && cuts.leftCuts && cuts.inWord?.clusters) {
         const inside = this.spaceInWordSuffixCut(text, from, cuts.inWord);
@@ -274,6 +284,10 @@ export class Encoder {
         // a long Unigram word near the end: the model replicated on the whole word
         const replicated = await this.unigramSuffix(text, from, need, cuts.inWord);
         if (replicated) return replicated;
+      }
+      if (at < near && near > 0) {
+        const further = cutAtOrBefore(text, near - 1, cuts, this.normalizeChar, this.pieces, Math.max(0, at + 1));
+        if (further >= 0) at = further;
       }
       const part = at < 0 ? text : text.slice(at);
       const c = content(await this.tokenizer.encode(part, null, CONTENT_ONLY), false, at < 0 ? "whole" : "word end");
@@ -316,7 +330,7 @@ export class Encoder {
   private async wordSuffix(text: string, need: number, policy: InWordPolicy): Promise<Content | null> {
     let back = Math.max(64, need * 4);
     while (back < text.length) {
-      const win = wordPrefixWindow(text, text.length - back, policy, this.normalizeChar, undefined, this.pieces) ?? this.forcedWindow(text, text.length - back, policy);
+      const win = this.window(text, text.length - back, policy) ?? this.forcedWindow(text, text.length - back, policy);
       if (!win) {
         // no window there (spaces, marks, other classes): look further from the end
         back *= 4;
@@ -332,9 +346,101 @@ export class Encoder {
     return null;
   }
 
+  /** wordPrefixWindow with this tokenizer's normaliser and pre-tokenizer, read in units where the policy has them. */
+  private window(text: string, from: number, policy: InWordPolicy, maxWidth?: number): PrefixWindow | null {
+    return wordPrefixWindow(text, from, policy, this.normalizeChar, maxWidth, this.pieces, this.unitsOf(policy));
+  }
+
+  /** The UnitReader of a policy whose windows are read in normalisation segments (InWordPolicy.segments), else none. */
+  private unitsOf(policy: InWordPolicy): UnitReader | undefined {
+    if (!policy.segments) return undefined;
+    return (this.units ??= { at: (text, i) => this.segmentUnit(text, i, policy), start: (text, p) => this.segmentUnitStart(text, p, policy) });
+  }
+  private units: UnitReader | null = null;
+
+  /**
+   * The window unit at i of byte-level BPE behind NFC (InWordPolicy.segments; prefix.ts WindowUnit), or null:
+   * - a normalisation segment: from a character with a normalisation boundary before it (normalFormBoundary) up to
+   *   the next such character (at most SEGMENT_UNIT_POINTS code points), so the normal form of the text is that of
+   *   the text before it, then the segment's, then that of the rest (UAX #15, as for Unigram's segments:
+   *   unigramWord). One character: a window character as before (windowChar). Several (a letter and its marks,
+   *   Hangul jamo, kana and a voicing mark, decomposed): the library's normaliser makes the segment one character
+   *   that is a window character itself (windowChar of it alone: a starter that joins nothing, so nothing is left
+   *   to ask of its neighbours), of the class of the segment's first character.
+   * - one mark of a long run of that mark (markRunUnit): after the first two marks of a segment that is a starter
+   *   and the run (repeatedMark proves that each later mark stays as it is, in place), or anywhere in a run at the
+   *   text's start (no starter to compose with; reordering leaves a run of one mark as it is); the run ends at the
+   *   text's end or before a character with a boundary before it.
+   * Every unit ends at a normalisation boundary of the whole text (the mark run's are proven by repeatedMark), so a
+   * prefix ending between units is normalised as the whole text is up to there, and a suffix starting there as the
+   * rest; the window argument then runs on the normalised characters.
+   */
+  private segmentUnit(text: string, i: number, policy: InWordPolicy): WindowUnit | null {
+    const cp = text.codePointAt(i);
+    if (cp === undefined || (cp >= 0xdc00 && cp <= 0xdfff)) return null;
+    if (!this.boundaryBefore(cp)) return this.markRunUnit(text, i, cp, policy);
+    let end = i + (cp > 0xffff ? 2 : 1);
+    for (let k = 1; end < text.length; k++) {
+      const next = text.codePointAt(end)!;
+      if (this.boundaryBefore(next)) break;
+      if (k === SEGMENT_UNIT_POINTS) return null;
+      end += next > 0xffff ? 2 : 1;
+    }
+    const raw = text.slice(i, end);
+    if (end - i === (cp > 0xffff ? 2 : 1)) {
+      const n = ownWindowChar(raw, this.normalizeChar(raw), policy);
+      return n === null ? null : { n, end };
+    }
+    const n = this.normalizeUnit(raw);
+    return ownWindowChar(n, n, policy) !== null && classOf(String.fromCodePoint(cp)) === classOf(n) ? { n, end } : null;
+  }
+
+  /** The start of the window unit that holds p (segmentUnit): back to a character with a boundary before it, or p. */
+  private segmentUnitStart(text: string, p: number, policy: InWordPolicy): number {
+    let q = p;
+    if (q > 0 && q < text.length && text.charCodeAt(q) >= 0xdc00 && text.charCodeAt(q) <= 0xdfff) q--;
+    for (let k = 0; q < text.length && k <= SEGMENT_UNIT_POINTS; k++) {
+      const cp = text.codePointAt(q)!;
+      if (this.boundaryBefore(cp) || (k === 0 && this.markRunUnit(text, q, cp, policy))) return q;
+      if (q === 0) break;
+      q -= q >= 2 && text.charCodeAt(q - 1) >= 0xdc00 && text.charCodeAt(q - 1) <= 0xdfff ? 2 : 1;
+    }
+    return p;
+  }
+
+  /**
+   * segmentUnit's mark run: `mark` at i inside a run of that one code point that ends at the text's end or before a
+   * character with a normalisation boundary before it, and begins at the text's start, or right after a starter
+   * `first` with repeatedMark(first, mark) and at least two marks before i; the unit is the mark alone, a window
+   * character as segmentWindowChar says. The run last found is remembered (a window reads many of its marks).
+   */
+  private markRunUnit(text: string, i: number, mark: number, policy: InWordPolicy): WindowUnit | null {
+    const width = mark > 0xffff ? 2 : 1;
+    const m = String.fromCodePoint(mark);
+    let run = this.markRun;
+    if (!run || run.text !== text || run.mark !== mark || i < run.start || i >= run.end) {
+      let start = i;
+      while (start >= width && text.startsWith(m, start - width)) start -= width;
+      let end = i;
+      while (text.startsWith(m, end)) end += width;
+      let from = -1;
+      if (end === text.length || this.boundaryBefore(text.codePointAt(end)!)) {
+        const low = text.charCodeAt(start - 1);
+        const first = start === 0 ? -1 : text.codePointAt(start >= 2 && low >= 0xdc00 && low <= 0xdfff ? start - 2 : start - 1)!;
+        if (first < 0) from = m.normalize("NFD") === m && m.normalize("NFKD") === m && !normalFormStarter(m) ? 0 : -1;
+        else if (this.boundaryBefore(first) && this.repeatedMark(first, mark, policy)) from = start + 2 * width;
+      }
+      run = this.markRun = { text, mark, start, end, from };
+    }
+    if (run.from < 0 || i < run.from || (i - run.start) % width !== 0) return null;
+    const n = this.normalizeChar(m);
+    return n === m && segmentWindowChar(m, policy) ? { n: m, end: i + width } : null;
+  }
+  private markRun: { text: string; mark: number; start: number; end: number; from: number } | null = null;
+
   /** A window of one position that no vocabulary token can cover (prefix.ts forcedByteEnd), or null. */
   private forcedWindow(text: string, from: number, policy: InWordPolicy): { ends: number[] } | null {
-    const v = forcedByteEnd(text, from, policy, this.normalizeChar, this.pieces);
+    const v = forcedByteEnd(text, from, policy, this.normalizeChar, this.pieces, this.unitsOf(policy));
     return v > 0 ? { ends: [v] } : null;
   }
 
@@ -441,9 +547,9 @@ export class Encoder {
     const { unit, start, end } = found;
     const space = this.isSpace(unit.charCodeAt(0));
     if (space && (unit.length > 1 || !cuts.spaceRuns?.suffixes)) return null;
-    if (end < text.length && cutAtOrBefore(text, end, cuts, this.normalizeChar) !== end) return null;
+    if (end < text.length && cutAtOrBefore(text, end, cuts, this.normalizeChar, undefined, end) !== end) return null;
     // the cut before the word: the characters between it and the run are tokenized with the run's first part
-    const before = start === 0 ? 0 : Math.max(0, cutAtOrBefore(text, start, cuts, this.normalizeChar));
+    const before = start === 0 ? 0 : Math.max(0, cutAtOrBefore(text, start, cuts, this.normalizeChar, undefined, start - RUN_LEAD_CHARS));
     if (start - before > RUN_LEAD_CHARS) return null;
     const period = await this.runPeriod(unit, policy, cuts);
     if (!period) return null;
@@ -509,7 +615,7 @@ export class Encoder {
     if (!found || found.start > RUN_LEAD_CHARS) return null;
     const { unit, start, end } = found;
     if (this.isSpace(unit.charCodeAt(0))) return null;
-    if (end < text.length && cutAtOrAfter(text, end, cuts, this.normalizeChar, this.pieces) !== end) return null;
+    if (end < text.length && cutAtOrAfter(text, end, cuts, this.normalizeChar, this.pieces, end + 1) !== end) return null;
     const period = await this.runPeriod(unit, policy, cuts);
     if (!period) return null;
     const lead = await this.runLead(text, 0, start, end, RUN_LEAD_WINDOWS, unit, policy, cuts);
@@ -582,7 +688,7 @@ export class Encoder {
   private runWindow(text: string, from: number, policy: InWordPolicy, cuts: CutPolicy): number[] | null {
     if (this.isSpace(text.charCodeAt(from))) return spaceRunWindow(text, from, "right", cuts, this.isSpace, this.normalizeChar, this.pieces);
     // up to 160 positions wide: a run's prefixes are short, and 65 "=" are one of GPT-2's tokens
-    return wordPrefixWindow(text, from, policy, this.normalizeChar, 160, this.pieces)?.ends ?? null;
+    return this.window(text, from, policy, 160)?.ends ?? null;
   }
 
   /**
@@ -597,7 +703,7 @@ export class Encoder {
     let from = Math.max(64, need * 4);
     while (from < text.length) {
       const forced = unknownCut(text, from, from * 2, policy, this.charKind);
-      const win = forced > 0 ? { ends: [forced] } : (wordPrefixWindow(text, from, policy, this.normalizeChar, undefined, this.pieces) ?? this.forcedWindow(text, from, policy));
+      const win = forced > 0 ? { ends: [forced] } : (this.window(text, from, policy) ?? this.forcedWindow(text, from, policy));
       if (!win) {
         // no window there (spaces, marks, other classes): look further in
         from *= 4;
@@ -1318,7 +1424,7 @@ export class Encoder {
     if (policy.unigram) return this.unigramCounted(text, c, policy);
     if (policy.model !== "bpe-bytes" || !policy.suffixes || policy.ignoreMerges) return null;
     const run = this.windowRun(text, c.end, policy);
-    if (!run || (run.end < text.length && cutAtOrAfter(text, run.end, this.cuts!, this.normalizeChar, this.pieces) !== run.end)) return null;
+    if (!run || (run.end < text.length && cutAtOrAfter(text, run.end, this.cuts!, this.normalizeChar, this.pieces, run.end + 1) !== run.end)) return null;
     const rest = await this.bpeRunCount(text, c.end, run, policy);
     return rest === null ? null : c.ids.length + rest;
   }
@@ -1395,8 +1501,8 @@ export class Encoder {
           if (ys[ys.length - 1]! + 2 * longest < end) windows.push({ r, xs, ys });
           continue;
         }
-        const a = wordPrefixWindow(text, r, policy, this.normalizeChar, undefined, this.pieces);
-        const b = a && wordPrefixWindow(text, a.ends[a.ends.length - 1]! + gap, policy, this.normalizeChar, undefined, this.pieces);
+        const a = this.window(text, r, policy);
+        const b = a && this.window(text, a.ends[a.ends.length - 1]! + gap, policy);
         if (a && b && b.ends[b.ends.length - 1]! < end) windows.push({ r, xs: a.ends, ys: b.ends });
       }
       const segments: Array<[number, number]> = [];

@@ -182,7 +182,10 @@ export interface SpacedAdded {
  * class throughout for regex pre-tokenizers (which split between classes); never-unknown symbols for BPE
  * (byte-level: every byte is in the vocabulary); and no added token lies inside a window's reach (each has a
  * character outside the window's set). So the normalised text of a prefix ending in a window is the whole text's
- * normalised text up to there, and its pre-tokens the whole text's, the last one cut.
+ * normalised text up to there, and its pre-tokens the whole text's, the last one cut. Behind NFC (`segments`) a
+ * window may also be read in units (WindowUnit: a normalisation segment that the normaliser makes one window
+ * character, or one mark of a run proven to stay alone): the argument then runs on the units' normalised characters,
+ * its positions are the units' ends, and the reach of added tokens is counted in units.
  */
 export interface InWordPolicy {
   model: "bpe-bytes" | "bpe-chars" | "unigram";
@@ -211,6 +214,11 @@ export interface InWordPolicy {
   tokenBytes: (() => ByteTokens) | null;
   /** Single-character tokens: characters that are never unknown to the model. */
   singles: ReadonlySet<string>;
+  /**
+   * Byte-level BPE behind NFC (windowJoiner's NFC_JOINER): windows may be read in normalisation segments (UnitReader,
+   * Encoder.segmentUnit) as well as characters.
+   */
+  segments: boolean;
   /** Unigram without byte fallback: window characters may be unknown (the unknown id, dropped at a prefix's end). */
   unknownId: number | null;
   /** Window characters all of one class (letters, or other non-space characters): a regex pre-tokenizer. */
@@ -426,6 +434,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     added,
     joiner,
     byteWindows: byteLevel && joiner !== JOINER,
+    segments: byteLevel && joiner === NFC_JOINER,
     tokenBytes: byteLevel
       ? () => (tokenBytes ??= byteTokens(vocab, suffix))
       : null,
@@ -799,7 +808,7 @@ const LETTER = /\p{L}/u;
 const NUMBER = /\p{N}/u;
 
 /** Letter, number or other (the classes regex pre-tokenizers split between). */
-function classOf(ch: string): "L" | "N" | "O" {
+export function classOf(ch: string): "L" | "N" | "O" {
   return LETTER.test(ch) ? "L" : NUMBER.test(ch) ? "N" : "O";
 }
 
@@ -807,9 +816,8 @@ function classOf(ch: string): "L" | "N" | "O" {
  * The normalised character of a window character, or null when `ch` may not be in a window (InWordPolicy):
  * `normalized` is what the tokenizer's normaliser makes of the character alone.
  */
-function windowChar(ch: string, normalized: string, policy: InWordPolicy): string | null {
+function windowChar(ch: string, normalized: string, policy: InWordPolicy, joiner = policy.joiner): string | null {
   if (normalized.length === 0 || normalized.length > 2 || [...normalized].length !== 1) return null;
-  const joiner = policy.joiner;
   if (joiner.test(ch) || joiner.test(normalized) || (joiner === JOINER && (PREPEND.test(ch) || PREPEND.test(normalized)))) return null;
   const cls = classOf(ch);
   if (cls !== classOf(normalized) || (policy.oneClass && cls === "N" && !policy.numberRuns)) return null;
@@ -1076,12 +1084,47 @@ export interface PrefixWindow {
 }
 
 /**
+ * One window unit of a text (InWordPolicy.segments): the raw characters [at, end) that make one normalised character
+ * `n` (a window character: windowChar, or segmentWindowChar for a mark), with a normalisation boundary at `at` and at `end`, so that the normal
+ * form of the text is that of its part before `at`, then `n`, then that of the rest (Encoder.segmentUnit says when).
+ * Windows read in such units have the window argument (InWordPolicy) on the normalised text, whose characters are
+ * the units' `n`, and end only between units.
+ */
+export interface WindowUnit {
+  n: string;
+  end: number;
+}
+/**
+ * The window unit that starts at `i` or null (none starts there), and `start(text, p)`: the start of the unit that
+ * holds p, or p.
+ */
+export interface UnitReader {
+  at: (text: string, i: number) => WindowUnit | null;
+  start: (text: string, p: number) => number;
+}
+
+/**
+ * Whether `n`, the normalised character of a window unit (WindowUnit: a normalisation segment made one character,
+ * or one mark of a run proven to stay alone), may be a window character: windowChar with BYTE_JOINER's set in place
+ * of NFC_JOINER's, since the unit's boundaries already make the normal form split there; the regex still sees `n`.
+ */
+export function segmentWindowChar(n: string, policy: InWordPolicy): boolean {
+  return policy.segments && windowChar(n, n, policy, BYTE_JOINER) !== null;
+}
+
+/** windowChar of one character, for UnitReaders (Encoder.segmentUnit). */
+export function ownWindowChar(ch: string, normalized: string, policy: InWordPolicy): string | null {
+  return windowChar(ch, normalized, policy);
+}
+
+/**
  * A window inside a long word at or after `from` (InWordPolicy says why it is exact), or null when no window is
  * found within `maxWidth` of the characters that decide it. `normalize(ch)` is the normaliser's output for one
  * character (cached by the caller).
  */
-export function wordPrefixWindow(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, maxWidth = 64, pieces?: PieceCount): PrefixWindow | null {
+export function wordPrefixWindow(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, maxWidth = 64, pieces?: PieceCount, units?: UnitReader): PrefixWindow | null {
   const added = policy.added.filter((t) => t.length > 0);
+  const read = unitOf(policy, normalize, units);
   // under Precompiled a cut has a window character two places before it too (GRAPHEME_JOINER: Hangul clusters)
   const reach = added.reduce((m, t) => Math.max(m, [...t].length), policy.joiner === GRAPHEME_JOINER ? 1 : 0);
   let c = Math.max(from, 2 * reach + 1);
@@ -1091,7 +1134,8 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     // `reach` characters before c, then w + 1 + reach from c: all window characters of one class, or start after
     // the last one that is not
     let start = c;
-    for (let k = 0; k < reach && start > 0; k++) start -= start >= 2 && text.charCodeAt(start - 1) >= 0xdc00 && text.charCodeAt(start - 1) <= 0xdfff ? 2 : 1;
+    // (in units where windows are read in units: an added token matched in the normalised text counts its units)
+    for (let k = 0; k < reach && start > 0; k++) start = units ? units.start(text, start - 1) : start - (start >= 2 && text.charCodeAt(start - 1) >= 0xdc00 && text.charCodeAt(start - 1) <= 0xdfff ? 2 : 1);
     const chars = new Set<string>();
     const seen = new Set<string>();
     const ends: number[] = [];
@@ -1100,23 +1144,23 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     let i = start;
     for (;;) {
       if (i >= c && ends.length >= w + 1 + reach) break;
-      const ch = codePointAt(text, i);
-      if (ch === "") return null;
-      const n = windowChar(ch, normalize(ch), policy);
-      if (n === null || (policy.oneClass && cls !== null && classOf(n) !== cls)) {
-        bad = i + ch.length;
+      if (i >= text.length) return null;
+      const unit = read(text, i);
+      if (unit === null || (policy.oneClass && cls !== null && classOf(unit.n) !== cls)) {
+        bad = i + codePointAt(text, i).length;
         break;
       }
-      cls = classOf(n);
-      chars.add(n);
-      seen.add(n).add(ch);
-      i += ch.length;
+      cls = classOf(unit.n);
+      chars.add(unit.n);
+      seen.add(unit.n);
+      for (const ch of text.slice(i, unit.end)) seen.add(ch);
+      i = unit.end;
       if (i > c) ends.push(i);
     }
     if (bad >= 0) {
       // restart `reach` characters after the offending one
       c = bad;
-      for (let k = 0; k < reach && c < text.length; k++) c += codePointAt(text, c).length;
+      for (let k = 0; k < reach && c < text.length; k++) c = (units && read(text, c)?.end) || c + codePointAt(text, c).length;
       continue;
     }
     // added tokens are matched in the raw or the normalised text
@@ -1135,6 +1179,19 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     w = run + extra;
   }
   return null;
+}
+
+/**
+ * How windows read a text (wordPrefixWindow, forcedByteEnd): by `units` where given (InWordPolicy.segments), else
+ * one character at a time (windowChar).
+ */
+function unitOf(policy: InWordPolicy, normalize: (ch: string) => string, units?: UnitReader): (text: string, i: number) => WindowUnit | null {
+  if (units) return units.at;
+  return (text, i) => {
+    const ch = codePointAt(text, i);
+    const n = windowChar(ch, normalize(ch), policy);
+    return n === null ? null : { n, end: i + ch.length };
+  };
 }
 
 /** The most characters forcedByteEnd reads from its start. */
@@ -1156,12 +1213,14 @@ const FORCED_SCAN = 256;
  * lying as many characters inside them as the longest added token has (as in wordPrefixWindow: an occurrence across v
  * would be spelled with them). The whole text's ids at v then follow as for a window of one position.
  */
-export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, pieces: PieceCount): number {
+export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, normalize: (ch: string) => string, pieces: PieceCount, units?: UnitReader): number {
   if (policy.model !== "bpe-bytes" || !policy.everyByte || !policy.byteWindows || !policy.tokenBytes) return -1;
   const tokens = policy.tokenBytes();
   const set = (tokens.set ??= new Set(tokens.text.split("\u0100").filter((t) => t !== "")));
+  const read = unitOf(policy, normalize, units);
   let i = from;
   if (i > 0 && i < text.length && text.charCodeAt(i) >= 0xdc00 && text.charCodeAt(i) <= 0xdfff) i++;
+  if (units) i = units.start(text, i);
   // the window characters from i on: their positions (UTF-16), and their normalised bytes (Latin-1) and where each begins
   const at: number[] = [];
   const byteAt: number[] = [];
@@ -1170,16 +1229,17 @@ export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, 
   const seen = new Set<string>();
   let cls: string | null = null;
   while (i < text.length && at.length < FORCED_SCAN) {
-    const ch = codePointAt(text, i);
-    const n = windowChar(ch, normalize(ch), policy);
-    if (n === null || (cls !== null && classOf(n) !== cls)) break;
+    const unit = read(text, i);
+    if (unit === null || (cls !== null && classOf(unit.n) !== cls)) break;
+    const n = unit.n;
     cls = classOf(n);
     chars.add(n);
-    seen.add(n).add(ch);
+    seen.add(n);
+    for (const ch of text.slice(i, unit.end)) seen.add(ch);
     at.push(i);
     byteAt.push(bytes.length);
     bytes += String.fromCharCode(...UTF8.encode(n));
-    i += ch.length;
+    i = unit.end;
   }
   if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => seen.has(ch))) || (chars.size > 0 && !oneRegexClass(chars, pieces, true))) return -1;
   // the longest token spelled with these bytes only (no other can equal a stretch of them)
@@ -1381,17 +1441,18 @@ export function windowRunChars(chars: ReadonlySet<string>, policy: InWordPolicy,
 }
 
 /**
- * The first cut position at or after `from` (0 < cut < text.length), or -1 when there is none. `normalize(ch)` is
+ * The first cut position at or after `from` and before `limit` (0 < cut < text.length), or -1 when there is none
+ * (an added token's cut is looked for up to a bound: addedCut). `normalize(ch)` is
  * the normaliser's output for one character (class cuts need it), `pieces` the pre-tokenizer's count (class cuts and
  * windows are checked against it where given).
  */
-export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
+export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount, limit = text.length): number {
   let cut = -1;
   const spaced = policy.spaced;
   // spaces after whitespace are cuts only where afterWhitespace names that whitespace
   const spaces = policy.afterWhitespace?.size ? SPACE : SPACE_AFTER_OTHER;
   spaces.lastIndex = Math.max(1, from);
-  for (let m = spaces.exec(text); m; m = spaces.exec(text)) {
+  for (let m = spaces.exec(text); m && m.index < limit; m = spaces.exec(text)) {
     const before = text.charCodeAt(m.index - 1);
     // A low surrogate's code point is checked whole; whitespace and Prepend characters are all in the BMP.
     const prev = before >= 0xdc00 && before <= 0xdfff ? "x" : String.fromCharCode(before);
@@ -1402,7 +1463,7 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
   }
   if (policy.ideographs) {
     CJK_IDEOGRAPH.lastIndex = Math.max(1, from);
-    for (let m = CJK_IDEOGRAPH.exec(text); m && (cut < 0 || m.index < cut); m = CJK_IDEOGRAPH.exec(text)) {
+    for (let m = CJK_IDEOGRAPH.exec(text); m && m.index < limit && (cut < 0 || m.index < cut); m = CJK_IDEOGRAPH.exec(text)) {
       // BERT's normaliser puts a space before the ideograph, which an added token may end with
       if (!(spaced && addedSpans(text, m.index, spaced, normalize))) {
         cut = m.index;
@@ -1411,19 +1472,19 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy, norm
     }
   }
   if (policy.separators?.size && normalize) {
-    const at = separatorCut(text, from, cut < 0 ? text.length : cut, policy, normalize);
+    const at = separatorCut(text, from, cut < 0 ? limit : cut, policy, normalize);
     if (at >= 0) cut = at;
   }
   if (policy.classCuts && normalize) {
-    const at = classCut(text, from, cut < 0 ? text.length : cut, policy.classCuts, normalize, pieces, classJoiner(policy), policy.classSpaceCuts);
+    const at = classCut(text, from, cut < 0 ? limit : cut, policy.classCuts, normalize, pieces, classJoiner(policy), policy.classSpaceCuts);
     if (at >= 0) cut = at;
   }
   if (policy.punctuation && normalize && pieces) {
-    const at = punctuationCut(text, from, cut < 0 ? text.length : cut, policy.punctuation, normalize, pieces);
+    const at = punctuationCut(text, from, cut < 0 ? limit : cut, policy.punctuation, normalize, pieces);
     if (at >= 0) cut = at;
   }
   if (policy.addedCuts) {
-    const at = addedCut(text, from, cut < 0 ? Math.min(text.length, 4 * from + 65536) : cut, policy.addedCuts, "after");
+    const at = addedCut(text, from, cut < 0 ? Math.min(limit, 4 * from + 65536) : cut, policy.addedCuts, "after");
     if (at >= 0) cut = at;
   }
   return cut;
@@ -1569,12 +1630,21 @@ const numbersApart = (pieces?: PieceCount): boolean => pieces !== undefined && p
 function classCut(text: string, from: number, before: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp, spaces: boolean): number {
   const changes = numbersApart(pieces) ? CLASS_CHANGE : CLASS_CHANGE_NOT_DIGITS;
   changes.lastIndex = Math.max(1, from - 1);
+  const pairs: ClassPairs = new Map();
   for (let m = changes.exec(text); m && m.index < before; m = changes.exec(text)) {
     const q = m.index + m[0].length;
-    if (q >= from && classCutAt(text, q, added, normalize, pieces, joiner, spaces)) return q < before ? q : -1;
+    if (q >= from && classCutAt(text, q, added, normalize, pieces, joiner, spaces, pairs)) return q < before ? q : -1;
   }
   return -1;
 }
+
+/**
+ * What classCutAt found for the two characters around a position (the key, both of them) within one scan, whose
+ * arguments stay the same: a cut or none whatever follows, or "segment" where the verdict depends on the characters
+ * after them (markCutAt). A long text of few characters asks about the same pairs again and again (a decomposed
+ * text: a letter and U+0308 or U+3099 at every second position).
+ */
+type ClassPairs = Map<string, boolean | "segment">;
 
 /**
  * Whether q is a class cut (classCut): the characters around it are of different classes (or both numbers, which
@@ -1585,10 +1655,21 @@ function classCut(text: string, from: number, before: number, added: readonly st
  * letters (or after an apostrophe's contraction, which is one piece alone), a number's only into numbers, other
  * characters' only into others, letters after them, or line breaks, and each of these is one piece alone.
  */
-function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp, spaces: boolean): boolean {
+function classCutAt(text: string, q: number, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp, spaces: boolean, pairs?: ClassPairs): boolean {
   const a = codePointBefore(text, q);
   const b = codePointAt(text, q);
   if (b === "") return false;
+  let pair = pairs?.get(a + b);
+  if (pair === undefined) {
+    pair = classPairCut(a, b, added, normalize, pieces, joiner, spaces);
+    if (pairs && pairs.size >= 65_536) pairs.clear();
+    pairs?.set(a + b, pair);
+  }
+  return pair === "segment" ? markCutAt(text, q, normalize(a), added, normalize, pieces!) : pair;
+}
+
+/** classCutAt for the characters a, b around the position: true or false, or "segment" where markCutAt decides. */
+function classPairCut(a: string, b: string, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount | undefined, joiner: RegExp, spaces: boolean): boolean | "segment" {
   const ca = classOf(a);
   if (ca === "O") return false;
   const space = WHITESPACE.test(b);
@@ -1599,7 +1680,8 @@ function classCutAt(text: string, q: number, added: readonly string[], normalize
   if (!own(a, na) || added.some((t) => t.includes(a + b))) return false;
   if (space) return spaces && !added.some((t) => t.includes(na + nb)) && classSpaceCutAt(na, nb, pieces!);
   if (own(b, nb)) return !added.some((t) => t.includes(na + nb)) && (!pieces || pieces(na + nb) >= 2);
-  return joiner === NFC_JOINER && pieces !== undefined && markCutAt(text, q, na, added, normalize, pieces);
+  // markCutAt's conditions on the two characters alone first (a mark that composes: no cut whatever follows)
+  return joiner === NFC_JOINER && pieces !== undefined && !composesAfter(b) && !composesAfter(nb) && plainStarterAlone(a) && plainStarterAlone(na) && "segment";
 }
 
 /** The most code points markCutAt reads from its cut to the next normalisation boundary (past it: no cut). */
@@ -1648,7 +1730,7 @@ const MARK_SEGMENT = 32;
  * `[^\r\n\p{L}\p{N}]?\p{L}+` takes one non-letter before the letters after it.
  */
 function markCutAt(text: string, q: number, na: string, added: readonly string[], normalize: (ch: string) => string, pieces: PieceCount): boolean {
-  if (!plainStarterAlone(codePointBefore(text, q)) || !plainStarterAlone(na)) return false;
+  // (1), and (2) for the mark at q: classPairCut has asked them of the two characters around q
   let e = q;
   for (let n = 0; e < text.length; n++) {
     const c = codePointAt(text, e);
@@ -1662,13 +1744,25 @@ function markCutAt(text: string, q: number, na: string, added: readonly string[]
 }
 
 /** A plain starter (markCutAt): one code point of canonical combining class 0, its own NFD and NFKD, no composition's second. */
-function plainStarterAlone(ch: string): boolean {
-  return [...ch].length === 1 && starter(ch) && ch.normalize("NFD") === ch && ch.normalize("NFKD") === ch && !compositionSecond(ch);
-}
+const plainStarterAlone = memoized((ch) => [...ch].length === 1 && starter(ch) && ch.normalize("NFD") === ch && ch.normalize("NFKD") === ch && !compositionSecond(ch));
 
 /** Whether the canonical or compatibility decomposition of `s` holds a composition's second (or an unassigned code point). */
-function composesAfter(s: string): boolean {
-  return [...s.normalize("NFD"), ...s.normalize("NFKD")].some(compositionSecond);
+const composesAfter = memoized((s) => [...s.normalize("NFD"), ...s.normalize("NFKD")].some(compositionSecond));
+
+/**
+ * A predicate of short strings (characters) remembered by its argument: the Unicode properties markCutAt asks of
+ * each character of a long text cost several normalize() calls each (a decomposed text asks them at every letter).
+ */
+function memoized(f: (s: string) => boolean): (s: string) => boolean {
+  const memo = new Map<string, boolean>();
+  return (s) => {
+    let v = memo.get(s);
+    if (v === undefined) {
+      if (memo.size >= 65_536) memo.clear();
+      memo.set(s, (v = f(s)));
+    }
+    return v;
+  };
 }
 
 /**
@@ -1780,21 +1874,22 @@ function classCode(cp: number): number {
 }
 
 /**
- * The last cut position at or before `before` (0 < cut < text.length) from which the text's suffix has the whole
+ * The last cut position at or before `before` and at or after `floor` (0 < cut < text.length) from which the text's suffix has the whole
  * text's last tokens (CutPolicy.leftCuts), or -1: a space cut, an ideograph cut, or a class cut. At a space cut
  * the suffix starts with the space, which a prefix space, Metaspace's ▁ and byte-level BPE treat as the whole text
  * does; class cuts need no prefix space added (leftClassCuts).
  */
-export function cutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
-  const cut = policy.leftCuts ? textCutAtOrBefore(text, before, policy, normalize, pieces) : -1;
-  return policy.addedCuts ? Math.max(cut, addedCut(text, 0, before, policy.addedCuts, "before")) : cut;
+export function cutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount, floor = 0): number {
+  const cut = policy.leftCuts ? textCutAtOrBefore(text, before, policy, normalize, pieces, floor) : -1;
+  const added = policy.addedCuts ? addedCut(text, 0, before, policy.addedCuts, "before") : -1;
+  return Math.max(cut, added >= floor ? added : -1);
 }
 
-/** cutAtOrBefore's space, ideograph and class cuts. */
-function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize?: (ch: string) => string, pieces?: PieceCount): number {
+/** cutAtOrBefore's space, ideograph and class cuts, at or after `floor`. */
+function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, normalize: ((ch: string) => string) | undefined, pieces: PieceCount | undefined, floor: number): number {
   let cut = -1;
   const spaced = policy.spaced;
-  for (let i = text.lastIndexOf(" ", Math.min(before, text.length - 1)); i > 0; i = text.lastIndexOf(" ", i - 1)) {
+  for (let i = text.lastIndexOf(" ", Math.min(before, text.length - 1)); i > 0 && i >= floor; i = text.lastIndexOf(" ", i - 1)) {
     const low = text.charCodeAt(i - 1);
     const prev = low >= 0xdc00 && low <= 0xdfff ? "x" : String.fromCharCode(low);
     if (WHITESPACE.test(prev) && !policy.afterWhitespace?.has(prev)) {
@@ -1810,7 +1905,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
   }
   if (policy.separators?.size && normalize) {
     const { table } = separatorScan(policy.separators);
-    for (let q = Math.min(before, text.length - 1); q > cut && q > 0; q--) {
+    for (let q = Math.min(before, text.length - 1); q > cut && q > 0 && q >= floor; q--) {
       if (table[text.charCodeAt(q)] && separatorCutAt(text, q, policy, normalize)) {
         cut = q;
         break;
@@ -1821,8 +1916,9 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
   const joiner = classJoiner(policy);
   const punctuation = policy.punctuation && normalize && pieces ? policy.punctuation : null;
   const digits = numbersApart(pieces);
+  const pairs: ClassPairs = new Map();
   if (!policy.ideographs && !classes && !punctuation) return cut;
-  for (let q = Math.min(before, text.length - 1); q > cut && q > 0; q--) {
+  for (let q = Math.min(before, text.length - 1); q > cut && q > 0 && q >= floor; q--) {
     const c = text.charCodeAt(q);
     if (c >= 0xdc00 && c <= 0xdfff) continue;
     if (policy.ideographs && ((c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff)) && !(spaced && addedSpans(text, q, spaced, normalize))) return q;
@@ -1832,7 +1928,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
       const prev = low >= 0xdc00 && low <= 0xdfff && q >= 2 ? text.codePointAt(q - 2)! : low;
       const ca = classCode(prev);
       const cb = classCode(text.codePointAt(q)!);
-      if ((ca === 1 || ca === 2) && (cb !== 4 || (c !== 32 && policy.classSpaceCuts)) && (cb !== ca || (ca === 2 && digits)) && classCutAt(text, q, classes, normalize!, pieces, joiner, policy.classSpaceCuts)) return q;
+      if ((ca === 1 || ca === 2) && (cb !== 4 || (c !== 32 && policy.classSpaceCuts)) && (cb !== ca || (ca === 2 && digits)) && classCutAt(text, q, classes, normalize!, pieces, joiner, policy.classSpaceCuts, pairs)) return q;
     }
   }
   return cut;

@@ -95,6 +95,11 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   controls: () => "\u0001".repeat(LIMIT),
   "emoji flags": () => "🇺🇸".repeat(LIMIT / 4),
   "hangul jamo": () => "\u1100\u1161".repeat(LIMIT / 2),
+  // decomposed text (NFD, as macOS file names and some exports have it) without spaces: letters with their marks,
+  // conjoining jamo, kana with voicing marks; behind NFC each normalisation segment is one character (encode.ts segmentUnit)
+  "decomposed Korean": () => drawn(LIMIT, "한국어가나다라마바사각", 16).normalize("NFD").slice(0, LIMIT),
+  "decomposed Japanese": () => drawn(LIMIT, "がぎぐげござじずぜぞだばぱ日本語のテキスト", 17).normalize("NFD").slice(0, LIMIT),
+  "decomposed Latin": () => drawn(LIMIT, "abcdefghöüäéèêñåếộ", 18).normalize("NFD").slice(0, LIMIT),
   // whitespace to the library's regex, two bytes in UTF-8 (prefix.ts, SpaceRunPolicy, midCharCrosser)
   nbsp: () => "\u00a0".repeat(LIMIT),
   // format characters, controls, flags and punctuation mixed: byte-level windows of several characters (windowJoiner)
