@@ -238,7 +238,7 @@ export class Encoder {
         const inside = await this.wordPrefix(text, need, cuts.inWord, words);
         if (inside) return inside;
         // one unit repeated from the text's start, whose prefixes' tokens shift with their length: the run's period
-        const periodic = words ? null : await this.runPrefix(text, need, cuts, cuts.inWord);
+        const periodic = await this.runPrefix(text, need, cuts, cuts.inWord, words);
         if (periodic) return periodic;
         // Unigram words whose prefixes never agree (one letter repeated): the model replicated on the whole word
         const replicated = cuts.inWord.unigram ? await this.unigramPrefix(text, from, need, cuts.inWord, words) : null;
@@ -573,7 +573,7 @@ export class Encoder {
   }
 
   /** runLeadEnd from the first of the windows `into` characters into the run [start, end) that gives one, or null. */
-  private async runLead(text: string, before: number, start: number, end: number, into: readonly number[], unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<{ boundary: number; ids: number[] } | null> {
+  private async runLead(text: string, before: number, start: number, end: number, into: readonly number[], unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<RunLead | null> {
     for (const n of into) {
       const lead = await this.runLeadEnd(text, before, start, end, start + n, unit, policy, cuts);
       if (lead) return lead;
@@ -585,7 +585,7 @@ export class Encoder {
    * Where the tokens common to the prefixes [before, e) for the ends e of a window at or after `from` end, when that
    * is inside the run [start, end) after a whole number of units and between two characters; else -1.
    */
-  private async runLeadEnd(text: string, before: number, start: number, end: number, from: number, unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<{ boundary: number; ids: number[] } | null> {
+  private async runLeadEnd(text: string, before: number, start: number, end: number, from: number, unit: string, policy: InWordPolicy, cuts: CutPolicy): Promise<RunLead | null> {
     if (from >= end) return null;
     const ends = this.runWindow(text, from, policy, cuts);
     if (!ends || ends[0]! <= start || ends[ends.length - 1]! >= end) return null;
@@ -597,7 +597,7 @@ export class Encoder {
     if (common < o.length && o[common]![0] !== o[common - 1]![1]) return null;
     // code points to UTF-16: the lead may hold astral characters
     const boundary = codePointIndex(text, before, o[common - 1]![1]!);
-    return boundary < start || boundary >= end || (boundary - start) % unit.length !== 0 ? null : { boundary, ids: lead.ids[0]!.slice(0, common) };
+    return boundary < start || boundary >= end || (boundary - start) % unit.length !== 0 ? null : { boundary, ids: lead.ids[0]!.slice(0, common), words: lead.words[0]!.slice(0, common) };
   }
 
   /**
@@ -608,8 +608,13 @@ export class Encoder {
    * first tokens, and no merge of the word crosses b, so the word's tokens right of b are those of its part right of
    * b alone (runSuffix's argument), a run of m units: by its period (runPeriod) T(u^m) = [t] + T(u^(m - q)) while
    * m >= n1, so it begins with k times t for m >= n1 + (k - 1) q. Null where that does not apply.
+   * With `words` (a pair's member, counted by countedLength), the ids' word ids: the lead's own, and for the k tokens
+   * of the period the lead's last one, whose token ends at b inside the run (b after the run's start), so lies in the
+   * run's pre-token: one pre-token to the library for a unit the pre-tokenizer keeps together (64 units are one
+   * piece); countedLength reads equal word ids at the end only as "the word goes on", a lower bound in any case, and
+   * countedExactly counts the rest of the word from `end`.
    */
-  private async runPrefix(text: string, need: number, cuts: CutPolicy, policy: InWordPolicy): Promise<Content | null> {
+  private async runPrefix(text: string, need: number, cuts: CutPolicy, policy: InWordPolicy, words = false): Promise<Content | null> {
     if (!policy.suffixes || policy.ignoreMerges || text.length <= RUN_LEAD_CHARS) return null;
     const found = runUnit(text, RUN_LEAD_CHARS);
     if (!found || found.start > RUN_LEAD_CHARS) return null;
@@ -625,7 +630,9 @@ export class Encoder {
     const m = (end - lead.boundary) / unit.length;
     if (m < n1 + Math.max(0, k - 1) * q) return null;
     const ids = Int32Array.from([...lead.ids, ...new Array<number>(k).fill(token)]);
-    return { ids, words: null, tokens: "some", end: lead.boundary + k * q * unit.length };
+    if (words && (lead.boundary === start || this.pieces(unit.repeat(64)) !== 1)) return null;
+    const wordIds = words ? [...lead.words, ...new Array<number | null>(k).fill(lead.words[lead.words.length - 1] ?? null)] : null;
+    return { ids, words: wordIds, tokens: "some", end: lead.boundary + k * q * unit.length };
   }
 
   /**
@@ -1766,6 +1773,13 @@ type WordIds = Array<number | null | undefined>;
  * whole text (a cut); "some" (or absent), the first or last ones, possibly ending inside a word that goes on (an
  * in-word window): counts reaching their end are lower bounds.
  */
+/** The tokens common to the prefixes of a window in a run (runLeadEnd): where they end, their ids and word ids. */
+interface RunLead {
+  boundary: number;
+  ids: number[];
+  words: WordIds;
+}
+
 interface Content {
   ids: Int32Array;
   words: WordIds | null;

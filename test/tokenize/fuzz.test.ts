@@ -10,7 +10,7 @@ import { Tokenizer } from "tokenizers";
 import { Encoder, type Encoded } from "../../src/tokenize/encode";
 import { cutPolicy, wordPrefixWindow, type PieceCount } from "../../src/tokenize/prefix";
 import { TokenizerPool } from "../../src/tokenize/pool";
-import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, expectLibraryIds, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
+import { FIXTURES, REFERENCE, ROOT, SHARED_TOKENIZERS, expectLibraryIds, expectLibraryPairIds, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
 import { cjk, letters } from "../../bench/workload";
 import { EMOJI, MIXED, expectAtLimit, type LimitCase } from "./at-limit";
 
@@ -277,9 +277,24 @@ describe.skipIf(!existsSync(SHARED))("one character repeated, cut on the left, r
   }
 });
 
+// A pair's member counted through the run's period (runPrefix with word ids; countedExactly goes on from its end):
+// runs of "." and "=" (64 units a token on roberta-base, no window) and "a", behind and before other words, as the
+// query or the document, with short and long partners, at a small and the usual max length.
+describe.skipIf(!existsSync(SHARED))("one character repeated as a pair's member, real published tokenizers", () => {
+  test("shared/roberta-base.tokenizer.json", async () => {
+    const name = "shared/roberta-base.tokenizer.json";
+    const runs = Object.values({ ...runInputs(".", 64, ["", "hello world "], [""]), ...runInputs("=", 64, ["x"], ["!!"]), ...runInputs("a", 8, [" ", "hé"], ["", "!"]) });
+    const partners = ["what is this?", "hello world ".repeat(30), "=".repeat(9_000), "a".repeat(20_001)];
+    const others = runs.map((_, i) => partners[i % partners.length]!);
+    await expectLibraryPairIds(name, tokenizerText(name)!, 61, others, runs);
+    await expectLibraryPairIds(name, tokenizerText(name)!, 61, runs, others);
+    await expectLibraryPairIds(name, tokenizerText(name)!, 509, others.slice(0, 96), runs.slice(0, 96));
+  }, 300_000);
+});
+
 describe.skipIf(!existsSync(SHARED))("1,000,000 characters, one letter cut on the left through the run's period", () => {
   for (const name of ["shared/roberta-base.tokenizer.json", "shared/clip-vit-base-patch32.tokenizer.json"]) {
-    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["one letter", "left"], ["words, then one letter", "left"], ["one zero", "left"], ["dots", "right"], ["dots", "left"], ["equals signs", "right"], ["equals signs", "left"]]));
+    test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["one letter", "left"], ["words, then one letter", "left"], ["one zero", "left"], ["dots", "right"], ["dots", "left"], ["equals signs", "right"], ["equals signs", "left"], ["dots", "pair", "short query"], ["equals signs", "pair", "short query"]]));
   }
 });
 
