@@ -1366,10 +1366,10 @@ export class Encoder {
   }
 
   /**
-   * A pair whose counted lengths pairLengths cannot decide (a member cut inside a long word, whose count is a lower
-   * bound not above the other's exact count; or both cut inside long words, with an odd budget): both counted
-   * exactly where both are bounded (countedExactly), the bounded member tokenized past the other's count where only
-   * one is, else both whole (exact, as slow as the library).
+   * A pair whose counted lengths pairLengths cannot decide (an odd budget, whose odd token goes to the longer member:
+   * a member cut inside a long word, whose count is a lower bound not past the other's exact count; or both cut
+   * inside long words): both counted exactly where both are bounded (countedExactly), the bounded member tokenized
+   * past the other's count where only one is, else both whole (exact, as slow as the library).
    */
   private async decidePair(first: string, second: string, a: Content, b: Content, budget: number): Promise<[Content, Content, [number, number]]> {
     const ca = countedLength(a, this.maxLength);
@@ -1826,21 +1826,45 @@ function pairLengths(a: Content, b: Content, max: number, budget: number): [numb
 
 /**
  * longestFirst when either length may be a lower bound (the true value any number at least `n`): the kept lengths
- * when every value the bounds allow gives the same, else null. longestFirst keeps the shorter member's length
- * (or half the budget) and gives the rest to the longer one, so it needs only which member is longer and the shorter
- * one's value, and when both are over the budget (halves) only which is longer, for the odd token of an odd budget.
- * A bound over the budget (a member cut inside a long word holds at least max length > budget tokens) above the
- * other's exact value says which is longer.
+ * when every value the bounds allow gives the same, else null.
+ *
+ * Why these conditions (B the budget, f = longestFirst). For n1 + n2 > B, f calls the member with the smaller length
+ * the shorter (the first one on ties) and, with s its length: 2s <= B, the shorter keeps s and the longer gets B - s;
+ * 2s > B, halves: floor(B/2) to the shorter, ceil(B/2) to the longer. For n1 + n2 <= B it keeps both.
+ *
+ * One bound (first a exact, second y >= b): for every y > max(a, B) the result is L = f(a, y): [a, B - a] for
+ * 2a <= B, else [floor(B/2), ceil(B/2)]. Which y give L:
+ * - y >= max(a, B - a): a is the shorter (ties: the first), the sum over B or at it (then y = B - a >= a, so
+ *   [a, y] = [a, B - a] = L): L.
+ * - y < B - a: both kept, [a, y]. For 2a <= B its second, y, is not B - a; for 2a > B its first, a, is over B/2.
+ *   Not L.
+ * - B - a <= y < a (so 2a > B, L the halves): the sum at B keeps [a, y], not L (a > B/2). Over B, y is the shorter:
+ *   2y <= B gives [B - y, y], which is L only for y = B/2 with B even; 2y > B gives the halves with the odd token
+ *   to the first, [ceil(B/2), floor(B/2)], L only for B even. So for B even every B/2 <= y < a gives L too.
+ * Every y >= b gives L therefore exactly when b >= max(B - a, a) for an odd B, b >= max(B - a, B/2) for an even one
+ * (for 2a <= B both are B - a; for 2a > B the even one is B/2, below a).
+ *
+ * One bound (first x >= a, second b exact): the same with the members' roles swapped, except that a tie now makes
+ * the bounded member the shorter, so "x longer than b" needs x >= b + 1: decided exactly when a >= max(B - b, b + 1)
+ * for an odd B, a >= max(B - b, B/2) for an even one (x = b <= B/2 with x + b >= B means x = b = B/2: [B/2, B/2], L).
+ *
+ * Both bounds: for an odd B, x = y and x = y + 1 (both large) give [floor(B/2), ceil(B/2)] and its reverse: never
+ * decided. For an even B, holding x at a, every y >= b must give the same, which by the first case needs
+ * b >= max(B - a, B/2) >= B/2, and likewise a >= B/2; and a, b >= B/2 suffice: the sum is at least B, at B both are
+ * B/2; over B the shorter s >= B/2 keeps s = B/2 (the longer B/2) or takes the halves, [B/2, B/2] every time.
+ *
+ * A member cut inside a long word holds at least the max length >= B tokens, so in practice: an even budget always
+ * decides; an odd one leaves open both bounded, and one bounded whose bound is not past the other's exact count
+ * (the odd token of the halves goes to the longer: decidePair counts further).
  */
 export function longestFirstBounded(a: Counted, b: Counted, budget: number): [number, number] | null {
   if (!a.atLeast && !b.atLeast) return longestFirst(a.n, b.n, budget);
-  if ((a.atLeast && a.n <= budget) || (b.atLeast && b.n <= budget)) return null;
-  // one exact below the other's bound (the first one at it too: ties keep the first as the shorter): the bounded
-  // one is the longer whatever its value
-  if (!a.atLeast && a.n <= b.n) return longestFirst(a.n, b.n, budget);
-  if (!b.atLeast && b.n < a.n) return longestFirst(a.n, b.n, budget);
-  // both over the budget (halves): which is longer is open, and matters only for an odd budget's odd token
-  return budget % 2 === 0 ? [budget / 2, budget / 2] : null;
+  const even = budget % 2 === 0;
+  if (a.atLeast && b.atLeast) return even && 2 * a.n >= budget && 2 * b.n >= budget ? [budget / 2, budget / 2] : null;
+  const [exact, bound] = a.atLeast ? [b.n, a.n] : [a.n, b.n];
+  // the bounded member must be the longer for every value (odd budget: it takes the odd token), or hold half (even)
+  const longer = even ? budget / 2 : a.atLeast ? exact + 1 : exact;
+  return bound >= Math.max(budget - exact, longer) ? longestFirst(a.n, b.n, budget) : null;
 }
 
 /** Largest id of the model's vocabulary and the added tokens (read off the JSON: the binding's getVocab is slow). */

@@ -1,8 +1,8 @@
 // Pairs whose member is one long word (a /rerank document or a pair classifier input without spaces): the member is
 // cut inside the word (in-word windows, src/tokenize/prefix.ts), so the length the library compares for
 // longest-first (tokens up to the end of the word holding the max-th: encode.ts, countedLength) is only known as a
-// lower bound. That decides the pair whenever the other member's count is exact and smaller (longestFirstBounded);
-// the others are tokenized further or whole. Against the Rust library's own truncation of the whole pair (its
+// lower bound. That decides the pair wherever every length the bound allows gives the same kept lengths
+// (longestFirstBounded: always for an even budget); the others (odd budgets) are counted further or tokenized whole. Against the Rust library's own truncation of the whole pair (its
 // encoding of the whole pair, cut by its longest-first rule: test/helpers.ts libraryPairTruncated, checked below
 // against setTruncation(max, LongestFirst) on encode(first, second) where that is cheap): ids and token type ids.
 import { describe, expect, test } from "bun:test";
@@ -17,31 +17,56 @@ import { expectAtLimit } from "./at-limit";
 
 describe("longest-first with lower bounds", () => {
   test("decides exactly when every length the bounds allow gives the same kept lengths", () => {
-    const SPAN = 40;
+    // every true length from the bound up to the bound + SPAN: past max(other, budget) longestFirst no longer changes
+    // with a bounded length, and SPAN reaches past that (both orders of two bounded members included), so the
+    // outcomes seen here are all the outcomes the bounds allow
+    const TOP = 24;
+    const SPAN = 30;
     let decided = 0;
-    for (let budget = 1; budget <= 15; budget++) {
-      for (let x = 0; x <= 30; x++) {
-        for (let y = 0; y <= 30; y++) {
+    let open = 0;
+    for (let budget = 0; budget <= 16; budget++) {
+      for (let x = 0; x <= TOP; x++) {
+        for (let y = 0; y <= TOP; y++) {
           for (const [ax, ay] of [[false, false], [false, true], [true, false], [true, true]] as const) {
-            const a: Counted = { n: x, atLeast: ax };
-            const b: Counted = { n: y, atLeast: ay };
-            const got = longestFirstBounded(a, b, budget);
-            // every outcome the bounds allow
-            const outcomes = new Set<string>();
-            for (let dx = 0; dx <= (ax ? SPAN : 0); dx++) for (let dy = 0; dy <= (ay ? SPAN : 0); dy++) outcomes.add(JSON.stringify(longestFirst(x + dx, y + dy, budget)));
-            const label = `budget ${budget}, ${x}${ax ? "+" : ""} / ${y}${ay ? "+" : ""}`;
-            if (got) {
-              decided++;
-              expect([label, [...outcomes]]).toEqual([label, [JSON.stringify(got)]]);
-            } else if (!((ax && x <= budget) || (ay && y <= budget))) {
-              // left open only where it is open (bounds over the budget: what a member cut inside a word gives)
-              expect([label, outcomes.size > 1]).toEqual([label, true]);
+            const got = longestFirstBounded({ n: x, atLeast: ax }, { n: y, atLeast: ay }, budget);
+            const outcomes = new Set<number>();
+            for (let dx = 0; dx <= (ax ? SPAN : 0); dx++) {
+              for (let dy = 0; dy <= (ay ? SPAN : 0); dy++) {
+                const [kx, ky] = longestFirst(x + dx, y + dy, budget);
+                outcomes.add(kx * 1000 + ky);
+              }
             }
+            const label = `budget ${budget}, ${x}${ax ? "+" : ""} / ${y}${ay ? "+" : ""}`;
+            // the kept lengths where every allowed length gives the same, null (open) exactly where they differ
+            const only = outcomes.size === 1 ? [...outcomes][0]! : null;
+            const want: [number, number] | null = only === null ? null : [Math.floor(only / 1000), only % 1000];
+            expect([label, got]).toEqual([label, want]);
+            if (ax || ay) got ? decided++ : open++;
           }
         }
       }
     }
-    expect(decided).toBeGreaterThan(15 * 31 * 31);
+    // both kinds occur among the bounded cases
+    expect(decided).toBeGreaterThan(17 * 25 * 25);
+    expect(open).toBeGreaterThan(17 * 25 * 25);
+  });
+
+  test("a short exact member and a bound at the budget (no special tokens: colpali's budget is its max length)", () => {
+    // any length at least 512 gives [6, 506]: decided, not tokenized whole
+    expect(longestFirstBounded({ n: 6, atLeast: false }, { n: 512, atLeast: true }, 512)).toEqual([6, 506]);
+    expect(longestFirstBounded({ n: 512, atLeast: true }, { n: 6, atLeast: false }, 512)).toEqual([506, 6]);
+    expect(longestFirstBounded({ n: 6, atLeast: false }, { n: 506, atLeast: true }, 512)).toEqual([6, 506]);
+    // 505 + 6 may stay under the budget (both kept whole)
+    expect(longestFirstBounded({ n: 6, atLeast: false }, { n: 505, atLeast: true }, 512)).toBeNull();
+    // an odd budget with the bound at the exact count: a tie keeps the first the shorter, so a bounded second decides
+    // ([256, 257] for every length at least 257) and a bounded first does not (257: [256, 257]; 258: [257, 256])
+    expect(longestFirstBounded({ n: 257, atLeast: false }, { n: 257, atLeast: true }, 513)).toEqual([256, 257]);
+    expect(longestFirstBounded({ n: 257, atLeast: true }, { n: 257, atLeast: false }, 513)).toBeNull();
+    expect(longestFirstBounded({ n: 258, atLeast: true }, { n: 257, atLeast: false }, 513)).toEqual([257, 256]);
+    // even budgets: halves are the same either way round once both members hold half
+    expect(longestFirstBounded({ n: 601, atLeast: false }, { n: 600, atLeast: true }, 508)).toEqual([254, 254]);
+    expect(longestFirstBounded({ n: 254, atLeast: true }, { n: 254, atLeast: true }, 508)).toEqual([254, 254]);
+    expect(longestFirstBounded({ n: 253, atLeast: true }, { n: 254, atLeast: true }, 508)).toBeNull();
   });
 
   test("the usual /rerank case: a short exact query and a long bounded document", () => {
@@ -167,4 +192,13 @@ describe.skipIf(!existsSync(SHARED))("a 1,000,000-character one-word document in
   for (const name of ["shared/roberta-base.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"]) {
     test(`${name} (timed in a fresh process: at-limit.ts)`, () => expectAtLimit(name, [["letters a-z", "pair", "short query"], ["letters a-z", "pair", "long query"]]));
   }
+});
+
+// A pair template without special tokens (colpali): the budget is the max length itself, so a 1,000,000-character
+// document cut inside its word counts at least 512 = the budget. With a short exact query every length at least that
+// gives the same kept lengths (longestFirstBounded), so the pair is decided, not tokenized whole (about 1 s, as slow
+// as the library, before).
+describe("a pair template without special tokens, a 1,000,000-character one-word document", () => {
+  test("models/colpali (timed in a fresh process: at-limit.ts)", () =>
+    expectAtLimit("models/colpali", [["arabic harakat", "pair", "short query"], ["hangul jamo", "pair", "short query"]]));
 });
