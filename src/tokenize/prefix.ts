@@ -181,7 +181,8 @@ export interface SpacedAdded {
  * jamo, Prepend or other grapheme-extending characters, regional indicators, emoji modifiers, controls, spaces), one
  * class throughout for regex pre-tokenizers (which split between classes); never-unknown symbols for BPE
  * (byte-level: every byte is in the vocabulary); and no added token lies inside a window's reach (each has a
- * character outside the window's set). So the normalised text of a prefix ending in a window is the whole text's
+ * character outside the window's set, or occurs in neither the raw nor the normalised text read: addedAcrossWindow).
+ * So the normalised text of a prefix ending in a window is the whole text's
  * normalised text up to there, and its pre-tokens the whole text's, the last one cut. Behind NFC (`segments`) a
  * window may also be read in units (WindowUnit: a normalisation segment that the normaliser makes one window
  * character, or one mark of a run proven to stay alone): the argument then runs on the units' normalised characters,
@@ -1139,6 +1140,7 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     const chars = new Set<string>();
     const seen = new Set<string>();
     const ends: number[] = [];
+    let normalized = "";
     let cls: string | null = null;
     let bad = -1;
     let i = start;
@@ -1154,6 +1156,7 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
       chars.add(unit.n);
       seen.add(unit.n);
       for (const ch of text.slice(i, unit.end)) seen.add(ch);
+      normalized += unit.n;
       i = unit.end;
       if (i > c) ends.push(i);
     }
@@ -1164,7 +1167,7 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
       continue;
     }
     // added tokens are matched in the raw or the normalised text
-    if (added.some((t) => [...t].every((ch) => seen.has(ch)))) return null;
+    if (addedAcrossWindow(added, seen, text.slice(start, i), normalized)) return null;
     if (policy.oneClass && pieces && !oneRegexClass(chars, pieces, policy.byteWindows)) return null;
     if (policy.byteWindows && !pieces) return null;
     let nonAscii = false;
@@ -1179,6 +1182,18 @@ export function wordPrefixWindow(text: string, from: number, policy: InWordPolic
     w = run + extra;
   }
   return null;
+}
+
+/**
+ * Whether an added token may be matched across a position of a window (wordPrefixWindow, forcedByteEnd), given the
+ * characters read around it: `seen` (raw and normalised), the raw text read and its normalised text (the window
+ * characters' normalised characters, one after another). A match across a position lies inside what was read (as
+ * many characters on each side as the longest added token has), in the raw text or in the normalised text, so a
+ * token spelled with other characters than those seen has none; one spelled with them has one only where it occurs
+ * in either text read (lstrip / rstrip extend a match over whitespace, which no window character is).
+ */
+function addedAcrossWindow(added: readonly string[], seen: ReadonlySet<string>, raw: string, normalized: string): boolean {
+  return added.some((t) => [...t].every((ch) => seen.has(ch)) && (raw.includes(t) || normalized.includes(t)));
 }
 
 /**
@@ -1227,6 +1242,7 @@ export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, 
   let bytes = "";
   const chars = new Set<string>();
   const seen = new Set<string>();
+  let normalizedText = "";
   let cls: string | null = null;
   while (i < text.length && at.length < FORCED_SCAN) {
     const unit = read(text, i);
@@ -1239,9 +1255,10 @@ export function forcedByteEnd(text: string, from: number, policy: InWordPolicy, 
     at.push(i);
     byteAt.push(bytes.length);
     bytes += String.fromCharCode(...UTF8.encode(n));
+    normalizedText += n;
     i = unit.end;
   }
-  if (policy.added.some((t) => t.length > 0 && [...t].every((ch) => seen.has(ch))) || (chars.size > 0 && !oneRegexClass(chars, pieces, true))) return -1;
+  if (addedAcrossWindow(policy.added.filter((t) => t.length > 0), seen, text.slice(at[0] ?? i, i), normalizedText) || (chars.size > 0 && !oneRegexClass(chars, pieces, true))) return -1;
   // the longest token spelled with these bytes only (no other can equal a stretch of them)
   const byteSet = [...new Set(bytes)].sort().join("");
   let longest = tokens.longest.get(byteSet);
