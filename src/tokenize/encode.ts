@@ -1767,12 +1767,6 @@ function codePoints(s: string): number {
 
 type WordIds = Array<number | null | undefined>;
 
-/**
- * Content ids of a text and, for pairs, the word (pre-token) each came from (null for added tokens). `tokens`: what
- * the ids are of the text's tokens: "whole", all of them; "word end", the first ones up to a word boundary of the
- * whole text (a cut); "some" (or absent), the first or last ones, possibly ending inside a word that goes on (an
- * in-word window): counts reaching their end are lower bounds.
- */
 /** The tokens common to the prefixes of a window in a run (runLeadEnd): where they end, their ids and word ids. */
 interface RunLead {
   boundary: number;
@@ -1780,6 +1774,12 @@ interface RunLead {
   words: WordIds;
 }
 
+/**
+ * Content ids of a text and, for pairs, the word (pre-token) each came from (null for added tokens). `tokens`: what
+ * the ids are of the text's tokens: "whole", all of them; "word end", the first ones up to a word boundary of the
+ * whole text (a cut); "some" (or absent), the first or last ones, possibly ending inside a word that goes on (an
+ * in-word window): counts reaching their end are lower bounds.
+ */
 interface Content {
   ids: Int32Array;
   words: WordIds | null;
