@@ -3,7 +3,7 @@
 // template (which special tokens go where, and their type ids) is read off it once by probing, so truncation keeps
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
-import { Tokenizer, type Encoding, type PreTokenizer } from "tokenizers";
+import { Tokenizer, nfcNormalizer, type Encoding, type Normalizer, type PreTokenizer } from "tokenizers";
 import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, forcedByteEnd, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, ownWindowChar, segmentWindowChar, classOf, type PrefixWindow, type UnitReader, type WindowUnit, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramFirstTokens, unigramWordPath, type WordPath } from "./unigram";
 import { clusterBoundary, isWhitespace, precompiledWord, spaceSuffixStart } from "./clusters";
@@ -108,10 +108,12 @@ const SEGMENTS_PER_WORD = 32768;
 const REPEATED_MARKS = 8;
 /** The most code points of one normalisation segment that segmentUnit reads as a window unit. */
 const SEGMENT_UNIT_POINTS = 32;
+/** Runs of more marks than a segment unit holds (SEGMENT_UNIT_POINTS), which normalizeLongSegments replaces by their NFC. */
+const LONG_MARK_RUN = /\p{M}{33,}/gu;
 const FIRST_CUT_CHARS_PER_TOKEN = 8;
 
 const CONTENT_ONLY = { addSpecialTokens: false } as const;
-const NO_WHITESPACE_RULES: WhitespaceRules = { runs: null, after: null, before: null, vanish: null };
+const NO_WHITESPACE_RULES: WhitespaceRules = { runs: null, after: null, before: null, vanish: null, leads: null };
 const CHAR_KINDS: readonly CharKind[] = ["none", "known", "unknown"];
 
 export class Encoder {
@@ -177,6 +179,8 @@ export class Encoder {
    */
   private async contents(texts: readonly string[], need: number, words = false, direction: TruncationDirection = "right"): Promise<Content[]> {
     const out: Content[] = new Array(texts.length);
+    // texts whose long runs of marks were replaced by their NFC (normalizeLongSegments), forgotten when done
+    const normalized: string[] = [];
     const whole: string[] = [];
     const wholeAt: number[] = [];
     const cut: Promise<void>[] = [];
@@ -193,6 +197,7 @@ export class Encoder {
       }
       if (this.cuts?.inWord && text.length > WHOLE_CHARS) text = unknownTail(text, this.cuts.inWord, this.charKind);
       if (this.cuts?.inWord?.composes && text.length > WHOLE_CHARS) text = normalFormUnknownTail(text, this.cuts.inWord, this.tailChar, (first, mark) => this.repeatedMark(first, mark, this.cuts!.inWord!));
+      if (this.cuts?.inWord?.nfcFirst && text.length > WHOLE_CHARS) text = this.normalizeLongSegments(text, this.cuts.inWord, normalized);
       if (this.cuts && text.length > WHOLE_CHARS) {
         const part = direction === "left" ? this.suffixContent(text, need, this.cuts) : this.prefixContent(text, need, this.cuts, words);
         // the text that `end` indexes: the input shortened as above (the same tokens)
@@ -206,8 +211,101 @@ export class Encoder {
       const encodings = await this.tokenizer.encodeBatch(whole, CONTENT_ONLY);
       for (let j = 0; j < encodings.length; j++) out[wholeAt[j]!] = content(encodings[j]!, words, "whole");
     }
-    await Promise.all(cut);
+    try {
+      await Promise.all(cut);
+    } finally {
+      for (const t of normalized) this.normalRuns.delete(t);
+    }
     return out;
+  }
+
+  /**
+   * Byte-level BPE whose normaliser begins with NFC (InWordPolicy.nfcFirst): each run of LONG_MARKS or more marks
+   * that are not all one code point (which markRunUnit reads as they are), with the starter before it, is replaced by
+   * the library's NFC of it, and the replaced spans are remembered for segmentUnit (normalRuns). The library's
+   * normaliser makes the same text of both: the span begins and ends at normalisation boundaries (normalFormBoundary
+   * of its first character, of the character after it, and of its NFC's first character), so the NFC of the text is
+   * that of the part before it, then the span's, then the rest's; NFC of an NFC text is itself, and the other parts
+   * of the normaliser (Lowercase, a Replace of whitespace) then see the same text. No added token holds a mark of
+   * the span or a character of its NFC after the first, so a match in either text can only end at the starter, and
+   * where NFC composes the starter no token ends with it or with what it becomes: the added tokens split both texts
+   * alike (a KELVIN SIGN becomes K under NFC). Such a
+   * span is one normalisation segment, which NFC reorders whole (canonical order of the marks' classes) and windows
+   * could not read (a letter and 999,999 marks of three classes: 1.4-1.8 s, the library's own time, mostly its BPE
+   * on the million marks); its NFC is read code point by code point. Offsets index the text with the NFC spans, as
+   * the shortened runs' texts' do.
+   */
+  private normalizeLongSegments(text: string, policy: InWordPolicy, normalized: string[]): string {
+    LONG_MARK_RUN.lastIndex = 0;
+    let m = LONG_MARK_RUN.exec(text);
+    if (m === null) return text;
+    const parts: string[] = [];
+    const runs: number[] = [];
+    let copied = 0;
+    let length = 0;
+    const added = (this.addedChars ??= new Set(policy.added.flatMap((t) => [...t].map((c) => c.codePointAt(0)!))));
+    for (; m !== null; m = LONG_MARK_RUN.exec(text)) {
+      const end = m.index + m[0].length;
+      if (end < text.length && !this.boundaryBefore(text.codePointAt(end)!)) continue;
+      let start = m.index;
+      let first = -1;
+      if (start > 0) {
+        const low = text.charCodeAt(start - 1);
+        first = text.codePointAt(start >= 2 && low >= 0xdc00 && low <= 0xdfff ? start - 2 : start - 1)!;
+        if (!this.boundaryBefore(first)) continue;
+        start -= first > 0xffff ? 2 : 1;
+      }
+      const marks = new Set<number>();
+      for (let i = m.index; i < end; ) {
+        const cp = text.codePointAt(i)!;
+        marks.add(cp);
+        i += cp > 0xffff ? 2 : 1;
+      }
+      if (marks.size === 1 || [...marks].some((cp) => this.boundaryBefore(cp))) continue;
+      if ([...marks].some((cp) => added.has(cp))) {
+        this.nfcSpans.refused++;
+        continue;
+      }
+      const nfc = (this.nfc ??= nfcNormalizer()).normalizeString(text.slice(start, end));
+      if (nfc === "") continue;
+      const head = nfc.codePointAt(0)!;
+      // a match of an added token can only end at the starter (no token holds a mark): where NFC composes the
+      // starter, no token may end with it or with what it becomes
+      const composed = first >= 0 && head !== first;
+      const ends = (cp: number) => policy.added.some((t) => t.endsWith(String.fromCodePoint(cp)));
+      if (!this.boundaryBefore(head)) continue;
+      if ((composed && (ends(first) || ends(head))) || [...nfc.slice(first >= 0 ? String.fromCodePoint(head).length : 0)].some((c) => added.has(c.codePointAt(0)!))) {
+        this.nfcSpans.refused++;
+        continue;
+      }
+      this.nfcSpans.replaced++;
+      parts.push(text.slice(copied, start), nfc);
+      length += start - copied;
+      runs.push(length, length + nfc.length);
+      length += nfc.length;
+      copied = end;
+    }
+    if (parts.length === 0) return text;
+    parts.push(text.slice(copied));
+    const out = parts.join("");
+    this.normalRuns.set(out, runs);
+    normalized.push(out);
+    return out;
+  }
+  /** How many spans normalizeLongSegments replaced by their NFC, and how many it left for an added token. */
+  readonly nfcSpans = { replaced: 0, refused: 0 };
+  /** The spans of texts that normalizeLongSegments replaced by their NFC: [start, end) pairs, in order. */
+  private readonly normalRuns = new Map<string, number[]>();
+  private addedChars: Set<number> | null = null;
+  private nfc: Normalizer | null = null;
+
+  /** The span of normalRuns that holds position i of the text, or null. */
+  private normalRunAt(text: string, i: number): [number, number] | null {
+    if (this.normalRuns.size === 0) return null;
+    const runs = this.normalRuns.get(text);
+    if (runs === undefined) return null;
+    for (let k = 0; k < runs.length; k += 2) if (i >= runs[k]! && i < runs[k + 1]!) return [runs[k]!, runs[k + 1]!];
+    return null;
   }
 
   private async prefixContent(text: string, need: number, cuts: CutPolicy, words: boolean): Promise<Content> {
@@ -378,6 +476,18 @@ export class Encoder {
   private segmentUnit(text: string, i: number, policy: InWordPolicy): WindowUnit | null {
     const cp = text.codePointAt(i);
     if (cp === undefined || (cp >= 0xdc00 && cp <= 0xdfff)) return null;
+    const run = this.normalRunAt(text, i);
+    if (run !== null) {
+      // an NFC span (normalizeLongSegments): NFC leaves every prefix and suffix of an NFC text as it is, so each of
+      // its code points is a unit; the starter a window character as any, a mark one as in a run (markRunUnit)
+      const ch = String.fromCodePoint(cp);
+      const end = i + ch.length;
+      if (i === run[0]) {
+        const n = ownWindowChar(ch, this.normalizeChar(ch), policy);
+        return n === null ? null : { n, end };
+      }
+      return this.normalizeChar(ch) === ch && !this.boundaryBefore(cp) && segmentWindowChar(ch, policy) ? { n: ch, end } : null;
+    }
     if (!this.boundaryBefore(cp)) return this.markRunUnit(text, i, cp, policy);
     let end = i + (cp > 0xffff ? 2 : 1);
     for (let k = 1; end < text.length; k++) {
@@ -399,6 +509,7 @@ export class Encoder {
   private segmentUnitStart(text: string, p: number, policy: InWordPolicy): number {
     let q = p;
     if (q > 0 && q < text.length && text.charCodeAt(q) >= 0xdc00 && text.charCodeAt(q) <= 0xdfff) q--;
+    if (this.normalRunAt(text, q) !== null) return q;
     for (let k = 0; q < text.length && k <= SEGMENT_UNIT_POINTS; k++) {
       const cp = text.codePointAt(q)!;
       if (this.boundaryBefore(cp) || (k === 0 && this.markRunUnit(text, q, cp, policy))) return q;
@@ -1306,6 +1417,7 @@ export class Encoder {
       );
       cuts.afterWhitespace = this.whitespaceFound.after;
       cuts.separators = this.whitespaceFound.before;
+      cuts.separatorLeads = this.whitespaceFound.leads;
     }
     return this.whitespaceFound;
   }

@@ -126,6 +126,13 @@ export interface CutPolicy {
    */
   separators: ReadonlySet<string> | null;
   /**
+   * Which control and format characters may stand before a separator cut as a letter does (WhitespaceRules.leads:
+   * separatorCutAt): true for one the normaliser keeps (U+00AD), false for one it drops (most C0 controls under
+   * Precompiled), which the cut looks past, null for any other character. Null: none may. Set by the Encoder with
+   * `separators`.
+   */
+  separatorLeads: SeparatorLeads | null;
+  /**
    * The contents of the added tokens with lstrip (matched in the raw text), whose match takes the whitespace before
    * it, a whole run of it: a space cut inside a run (after whitespace: afterWhitespace) must not be followed by one
    * (lstripAfter); null where one is matched in the normalised text (no cut inside a run then).
@@ -220,6 +227,11 @@ export interface InWordPolicy {
    * Encoder.segmentUnit) as well as characters.
    */
   segments: boolean;
+  /**
+   * `segments`, and NFC is the normaliser's first part: a long run of marks may be replaced by its NFC (the library's)
+   * before the text is read (Encoder.normalizeLongSegments).
+   */
+  nfcFirst: boolean;
   /** Unigram without byte fallback: window characters may be unknown (the unknown id, dropped at a prefix's end). */
   unknownId: number | null;
   /** Window characters all of one class (letters, or other non-space characters): a regex pre-tokenizer. */
@@ -436,6 +448,7 @@ function inWordPolicy(tj: Record<string, unknown>, model: Record<string, unknown
     joiner,
     byteWindows: byteLevel && joiner !== JOINER,
     segments: byteLevel && joiner === NFC_JOINER,
+    nfcFirst: byteLevel && joiner === NFC_JOINER && normalizerParts(tj.normalizer as Json)[0]?.type === "NFC",
     tokenBytes: byteLevel
       ? () => (tokenBytes ??= byteTokens(vocab, suffix))
       : null,
@@ -556,6 +569,7 @@ export function cutPolicy(tokenizerJson: unknown): CutPolicy | null {
     spaced,
     afterWhitespace: null,
     separators: null,
+    separatorLeads: null,
     lstripped: added.some((t) => t?.lstrip === true && t.normalized !== false) ? null : added.filter((t) => t?.lstrip === true).map((t) => String(t!.content ?? "")),
     whitespace: whitespaceShape(tj),
     spaceRuns: spaceRunPolicy(tj, model as Record<string, unknown>, added),
@@ -1521,14 +1535,18 @@ function lstripAfter(text: string, q: number, policy: CutPolicy): boolean {
   return tokens.some((t) => t !== "" && text.startsWith(t, j));
 }
 
-/** Separators (CutPolicy.separators) after a character that may stand before a separator cut, per set. */
-const SEPARATOR_SCANS = new WeakMap<ReadonlySet<string>, { after: RegExp; table: Uint8Array }>();
-function separatorScan(set: ReadonlySet<string>): { after: RegExp; table: Uint8Array } {
+/**
+ * Separators (CutPolicy.separators) after a character that may stand before a separator cut (a letter, number,
+ * punctuation mark or symbol, or one of CutPolicy.separatorLeads), per set.
+ */
+const SEPARATOR_SCANS = new WeakMap<ReadonlySet<string>, { leads: boolean; after: RegExp; table: Uint8Array }>();
+function separatorScan(set: ReadonlySet<string>, leads: SeparatorLeads | null): { after: RegExp; table: Uint8Array } {
   let scan = SEPARATOR_SCANS.get(set);
-  if (!scan) {
+  if (!scan || scan.leads !== (leads !== null)) {
     const table = new Uint8Array(0x10000);
     for (const c of set) table[c.charCodeAt(0)] = 1;
-    scan = { after: new RegExp(`(?<=[\\p{L}\\p{N}\\p{P}\\p{S}])[${bmpClass([...set])}]`, "gu"), table };
+    const lead = leads === null ? "" : bmpClass(controls());
+    scan = { leads: leads !== null, after: new RegExp(`(?<=[\\p{L}\\p{N}\\p{P}\\p{S}${lead}])[${bmpClass([...set])}]`, "gu"), table };
     SEPARATOR_SCANS.set(set, scan);
   }
   return scan;
@@ -1536,7 +1554,7 @@ function separatorScan(set: ReadonlySet<string>): { after: RegExp; table: Uint8A
 
 /** The first separator cut (separatorCutAt) in [from, before), or -1. */
 function separatorCut(text: string, from: number, before: number, policy: CutPolicy, normalize: (ch: string) => string): number {
-  const { after } = separatorScan(policy.separators!);
+  const { after } = separatorScan(policy.separators!, policy.separatorLeads);
   after.lastIndex = Math.max(1, from);
   for (let m = after.exec(text); m && m.index < before; m = after.exec(text)) if (separatorCutAt(text, m.index, policy, normalize)) return m.index;
   return -1;
@@ -1566,12 +1584,28 @@ const BEFORE_SEPARATOR = /^[\p{L}\p{N}\p{P}\p{S}]$/u;
  * with lstrip takes only whitespace, all after q; with rstrip, left cuts are not taken (leftCuts) and the right
  * part's ids are the same. Texts whose words were separated by tabs, line breaks, U+00A0 or U+3000 and no U+0020
  * had no cut under Metaspace (T5, XLM-R, bge-m3, Gemma, DeBERTa-v3, ColPali).
+ * A control or format character (CutPolicy.separatorLeads, checked by whitespaceRules with the library) may stand
+ * where the letter does: it is a grapheme cluster of its own (GB4, GB5, before Prepend's GB9b) and a starter that
+ * composes with nothing, so the text on its two sides normalises apart. One the normaliser keeps (U+00AD) ends the
+ * normalised part before q in itself, no whitespace; one it drops leaves that part as it was without it, so the cut
+ * looks past up to SEPARATOR_LEAD_REACH of them to what stands before them, which must be a letter, number,
+ * punctuation mark, symbol or kept lead (not whitespace, which a Replace of ` {2,}` would join across q; nor the text's
+ * start, where the part before q would hold no token). The input made only of controls, formats and soft hyphens took the library's whole time (t5, XLM-R).
  */
 function separatorCutAt(text: string, q: number, policy: CutPolicy, normalize: (ch: string) => string): boolean {
   const c = text[q]!;
-  const prev = codePointBefore(text, q);
   const next = codePointAt(text, q + 1);
-  if (!BEFORE_SEPARATOR.test(prev) || PREPEND.test(codePointBefore(text, q - prev.length)) || /\s$/u.test(normalize(prev))) return false;
+  let p = q;
+  let prev = codePointBefore(text, p);
+  const leads = policy.separatorLeads;
+  for (let k = 0; leads !== null && leads(prev) === false; k++) {
+    if (k === SEPARATOR_LEAD_REACH) return false;
+    p -= prev.length;
+    prev = codePointBefore(text, p);
+  }
+  if (leads !== null && leads(prev) === true) {
+    // a kept control or format character: a cluster of its own whatever stands before it
+  } else if (prev === "" || !BEFORE_SEPARATOR.test(prev) || PREPEND.test(codePointBefore(text, p - prev.length)) || /\s$/u.test(normalize(prev))) return false;
   if (next !== "" && (CLUSTER_JOINS_NEXT.test(next) || (c === "\r" && next === "\n"))) return false;
   return !(policy.spaced && addedSpans(text, q, policy.spaced, normalize));
 }
@@ -1921,7 +1955,7 @@ function textCutAtOrBefore(text: string, before: number, policy: CutPolicy, norm
     }
   }
   if (policy.separators?.size && normalize) {
-    const { table } = separatorScan(policy.separators);
+    const { table } = separatorScan(policy.separators, policy.separatorLeads);
     for (let q = Math.min(before, text.length - 1); q > cut && q > 0 && q >= floor; q--) {
       if (table[text.charCodeAt(q)] && separatorCutAt(text, q, policy, normalize)) {
         cut = q;
@@ -2396,7 +2430,12 @@ export interface WhitespaceRules {
   before: ReadonlySet<string> | null;
   /** Runs of these characters (which the normaliser removes) longer than two are shortened likewise, or null. */
   vanish: RegExp | null;
+  /** Control and format characters that may stand before a separator cut (CutPolicy.separatorLeads), or null. */
+  leads: SeparatorLeads | null;
 }
+
+/** Of a character: true, a control or format character kept before a separator cut; false, one dropped there; null, neither. */
+export type SeparatorLeads = (ch: string) => boolean | null;
 
 /**
  * How a pipeline treats whitespace, where that makes long runs of it cheap, from tokenizer.json's shape
@@ -2481,14 +2520,63 @@ export function whitespaceRules(shape: WhitespaceShape, normalize: (s: string) =
     });
     if (chars.length > 0) before = new Set(chars);
   }
+  let leads: SeparatorLeads | null = null;
+  if (before !== null) leads = separatorLeads([...before], replacement, normalize, split);
   let vanish: RegExp | null = null;
   if (shape.controls) {
     // each alone: one that leaves nothing between letters, marks, at the text's ends, and before another one
     const gone = controls().filter((c) => normalize(c) === "" && [...contexts, ["x", "\u0301"], ["\u0301", "x"], ["x", c]].every(([l, r]) => normalize(l + c + c + c + r) === normalize(l + c + r)));
     if (gone.length > 0) vanish = charRuns(gone);
   }
-  return { runs, after, before, vanish };
+  return { runs, after, before, vanish, leads };
 }
+
+/**
+ * CutPolicy.separatorLeads of a pipeline with separators `seps`, from the library's own normaliser and pre-tokenizer,
+ * each character checked when first asked for (about 60 library calls; 107 candidates): a control or format
+ * character (controls(): a grapheme cluster of its own) is kept (true) where its normalised form is non-empty and
+ * ends in no whitespace or replacement character, dropped (false) where it is empty, and either only where a text
+ * made of it between a letter and a separator (every separator), and after punctuation, a separator, a kept one, at
+ * the text's start (kept), or after another dropped one (before the first separator) has its two parts' pre-tokens.
+ */
+function separatorLeads(seps: string[], replacement: string, normalize: (s: string) => string, split: (s: string) => string[]): SeparatorLeads {
+  const candidates = new Set(controls());
+  const verdicts = new Map<string, boolean | null>();
+  const parts = new Map<string, string[]>();
+  const partOf = (s: string) => {
+    let got = parts.get(s);
+    if (!got) parts.set(s, (got = split(normalize(s))));
+    return got;
+  };
+  const apart = (l: string, r: string) => {
+    const whole = split(normalize(l + r));
+    const want = [...partOf(l), ...partOf(r)];
+    return whole.length === want.length && whole.every((x, i) => x === want[i]);
+  };
+  let firstKept: string | null | undefined;
+  const verdict = (d: string): boolean | null => {
+    const n = normalize(d);
+    const kept = n !== "" && !WHITESPACE.test(n.at(-1)!) && !n.includes(replacement);
+    if (n !== "" && !kept) return null;
+    const c0 = seps[0]!;
+    const lefts = ["x!" + d, "x" + c0 + d, ...(kept ? [d] : ["x" + d + d, ...(firstKept ? [firstKept + d] : [])])];
+    const ok = seps.every((c) => apart("x" + d, c + "y") && apart("x" + d, c)) && lefts.every((l) => apart(l, c0 + "y") && apart(l, c0));
+    return ok ? kept : null;
+  };
+  const leads = (ch: string): boolean | null => {
+    if (!candidates.has(ch)) return null;
+    let v = verdicts.get(ch);
+    if (v === undefined) {
+      if (firstKept === undefined) firstKept = [...candidates].find((d) => d === "\u00ad" && verdict(d) === true) ?? null;
+      verdicts.set(ch, (v = verdict(ch)));
+    }
+    return v;
+  };
+  return leads;
+}
+
+/** How many dropped control characters (CutPolicy.separatorLeads) a separator cut looks past. */
+const SEPARATOR_LEAD_REACH = 16;
 
 /** Where whitespaceRules checks a separator (WhitespaceRules.before): after a letter, number or punctuation mark. */
 const SEPARATOR_CONTEXTS: Array<[string, string]> = [["x", "y"], ["x", ""], ["x1", "!"], ["!", "12"]];

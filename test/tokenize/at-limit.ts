@@ -79,6 +79,9 @@ export const LIMIT_INPUTS: Record<string, () => string> = {
   "zero-width spaces": () => "\u200b".repeat(LIMIT),
   "byte-order marks": () => "\ufeff".repeat(LIMIT),
   "combining marks": () => "a" + "\u0301".repeat(LIMIT - 1),
+  // one normalisation segment that NFC reorders whole (classes 230, 220, 230), or leaves (one class, two marks)
+  "marks of several classes": () => "a" + "\u0301\u0316\u0308".repeat((LIMIT - 1) / 3),
+  "marks of one class, mixed": () => "a" + "\u0301\u0308".repeat((LIMIT - 2) / 2) + "\u0301",
   "controls and formats": () => letters(LIMIT, "\u0001\u200b\ufeff\u00ad\u0007", 10),
   // words of letters and marks without spaces (where the library itself takes up to 10 s a million characters)
   "Thai with marks": () => letters(LIMIT, "กขคงจฉชซดตถทนบปผพฟมยรลวสหอ\u0e31\u0e34\u0e35\u0e48\u0e49\u0e38", 11),

@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { Tokenizer } from "tokenizers";
 import { Encoder } from "../../src/tokenize/encode";
 import { crossingDepth, cutPolicy, forcedByteEnd, midCharCrosser, normalFormBoundary, prefixModelJson, wordPrefixWindow, type InWordPolicy, type PieceCount } from "../../src/tokenize/prefix";
-import { SHARED_TOKENIZERS, textOfPieces, tokenizerText } from "../helpers";
+import { SHARED_TOKENIZERS, libraryTruncated, textOfPieces, tokenizerText } from "../helpers";
 import { expectAtLimit, type LimitCase } from "./at-limit";
 
 const CONTENT = { addSpecialTokens: false } as const;
@@ -380,8 +380,80 @@ describe("windows of emoji ZWJ sequences under byte-level BPE, where tokens begi
 // run of one mark and jamo are read in normalisation segments, as decomposed text is).
 const ALL = ["zero-width spaces", "byte-order marks", "controls", "emoji flags", "combining marks", "hangul jamo", "nbsp", "format, controls, flags mixed"];
 // (decomposed Latin holds the letters of the Qwen3 fixtures' added tokens "yes" and "no": windows where neither occurs)
-const NFC = [...ALL.filter((k) => k !== "nbsp"), "decomposed Korean", "decomposed Japanese", "decomposed Latin"];
+const NFC = [...ALL.filter((k) => k !== "nbsp"), "decomposed Korean", "decomposed Japanese", "decomposed Latin", "marks of several classes", "marks of one class, mixed"];
 const both = (kinds: string[]) => kinds.flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[]);
+// A letter followed by a long run of marks of several combining classes is one normalisation segment, which NFC
+// reorders whole: behind NFC the Encoder replaces such a run by the library's NFC of it (encode.ts
+// normalizeLongSegments) and reads it code point by code point. Texts over the Encoder's whole-text length with runs
+// of 40-3,000 marks drawn from classes 1, 7, 10, 202, 220 and 230 (some that compose with the letter before them: a
+// + U+0308 + U+0304 is U+01DF), after letters, a Kelvin sign (K under NFC), an added token, or at the text's start,
+// each encoded at several max lengths in both directions against the library truncating the whole text.
+const MARKS = ["\u0301", "\u0316", "\u0308", "\u0327", "\u0304", "\u05b0", "\u0334", "\u093c", "\u0323", "\u0301\u0316\u0308"];
+function markRun(seed: number, n: number): string {
+  let state = seed;
+  let out = "";
+  for (let i = 0; i < n; i++) {
+    state = (state * 1103515245 + 12345) >>> 0;
+    out += MARKS[(state >>> 16) % MARKS.length];
+  }
+  return out;
+}
+function markTexts(seed: number, count: number, lead: string[]): string[] {
+  return Array.from({ length: count }, (_, i) => {
+    const words = textOfPieces(["word ", "ab", "é", "日本", "1", "!", " "], seed + i, 200 + ((i * 97) % 3000));
+    const starter = lead[i % lead.length]!;
+    const run = markRun(seed * 7 + i, 40 + ((i * 811) % 3000));
+    const filler = "x".repeat(17000);
+    return i % 3 === 0 ? words + starter + run + " " + filler : i % 3 === 1 ? filler + words + starter + run : starter + run + words + filler + starter + markRun(seed + i, 50);
+  });
+}
+async function checkMarkRuns(label: string, json: Record<string, unknown>, texts: string[]): Promise<{ replaced: number; refused: number }> {
+  const rust = Tokenizer.fromString(JSON.stringify(json));
+  rust.disablePadding();
+  const replaced = { replaced: 0, refused: 0 };
+  for (const max of [24, 200]) {
+    const encoder = await Encoder.create(json, {}, max);
+    for (const text of texts) {
+      for (const direction of ["right", "left"] as const) {
+        const got = await encoder.encode(text, { direction });
+        const want = await libraryTruncated(rust, max, text, null, direction);
+        expect([label, max, direction, JSON.stringify(text.slice(0, 40)), Array.from(got.ids)]).toEqual([label, max, direction, JSON.stringify(text.slice(0, 40)), want.ids]);
+      }
+    }
+    replaced.replaced += encoder.nfcSpans.replaced;
+    replaced.refused += encoder.nfcSpans.refused;
+  }
+  return replaced;
+}
+
+describe("long runs of marks of several classes behind NFC: replaced by their NFC, read code point by code point (same ids as the library)", () => {
+  const LEADS = ["a", "e", "\u212a", "o", "\u3042", "", "A"];
+  const names = ["models/qwen3-embed", "models/qwen3-rerank", "models/clip", ...(existsSync(SHARED_TOKENIZERS) ? ["shared/clip-vit-base-patch32.tokenizer.json"] : [])];
+  for (const name of names) {
+    test(name, async () => {
+      const n = await checkMarkRuns(name, JSON.parse(tokenizerText(name)!), markTexts(9100, 12, LEADS));
+      expect([name, n.replaced > 12]).toEqual([name, true]);
+    }, 300_000);
+  }
+  const withAdded = (content: string) => {
+    const json = JSON.parse(tokenizerText("models/qwen3-embed")!);
+    json.added_tokens.push({ id: 3000, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false });
+    return json;
+  };
+  test("an added token that ends with a letter NFC composes keeps that letter's runs as they are (models/qwen3-embed + xa)", async () => {
+    const n = await checkMarkRuns("qwen3-embed + xa", withAdded("xa"), markTexts(9200, 9, ["xa", "xe"]));
+    expect([n.refused > 2, n.replaced > 2]).toEqual([true, true]);
+  }, 300_000);
+  test("an added token that holds a mark keeps every run of it as it is (models/qwen3-embed + q\\u05b0, xa\\u0308)", async () => {
+    const n = await checkMarkRuns("qwen3-embed + q\\u05b0", withAdded("q\u05b0"), markTexts(9300, 6, ["q", "a"]));
+    expect([n.refused > 2, n.replaced]).toEqual([true, 0]);
+    // the token's mark is composed into the letter, and no other one is left in the run's NFC
+    const composed = ["xa\u0308" + "\u0316\u0327".repeat(40) + " " + "y".repeat(17000), "y".repeat(17000) + " xa\u0308" + "\u0327\u0316".repeat(40)];
+    const m = await checkMarkRuns("qwen3-embed + xa\\u0308", withAdded("xa\u0308"), composed);
+    expect([m.refused >= 4, m.replaced]).toEqual([true, 0]);
+  }, 300_000);
+});
+
 describe("1,000,000 characters of joiners, byte-level BPE (timed in a fresh process: at-limit.ts)", () => {
   test.skipIf(!existsSync(SHARED_TOKENIZERS))("roberta-base", () => expectAtLimit("shared/roberta-base.tokenizer.json", both(ALL)), 600_000);
   test.skipIf(!existsSync(SHARED_TOKENIZERS))("clip-vit-base-patch32", () => expectAtLimit("shared/clip-vit-base-patch32.tokenizer.json", both(NFC)), 600_000);

@@ -51,7 +51,7 @@ const beforeJoiner = (text: string, q: number) => !normalFormBoundary(String.fro
  * Every cut of `texts` (right and left) against the whole text: ids and pre-token spans. Returns how many were
  * checked, and how many of them stood before a character without a normalisation boundary before it (`marks`).
  */
-async function checkCuts(label: string, json: Record<string, unknown>, texts: string[], withSpans = true): Promise<{ right: number; left: number; marks: number }> {
+async function checkCuts(label: string, json: Record<string, unknown>, texts: string[], withSpans = true): Promise<{ right: number; left: number; marks: number; afterControls: number }> {
   const policy = cutPolicy(json)!;
   expect(policy, label).not.toBeNull();
   const rust = Tokenizer.fromString(JSON.stringify(json));
@@ -64,10 +64,12 @@ async function checkCuts(label: string, json: Record<string, unknown>, texts: st
     const rules = whitespaceRules(policy.whitespace, normalize, (s) => preTokenizer.preTokenizeString(s).map(([x]) => x));
     policy.afterWhitespace = rules.after;
     policy.separators = rules.before;
+    policy.separatorLeads = rules.leads;
   }
   let right = 0;
   let left = 0;
   let marks = 0;
+  let afterControls = 0;
   for (const text of texts) {
     const whole = await rust.encode(text, null, CONTENT);
     const ids = whole.getIds();
@@ -87,6 +89,7 @@ async function checkCuts(label: string, json: Record<string, unknown>, texts: st
       expect([label, "right", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), got]).toEqual([label, "right", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), want]);
       right++;
       if (beforeJoiner(text, q)) marks++;
+      if (/[\p{Cc}\p{Cf}]/u.test(text[q - 1]!)) afterControls++;
     }
     for (const q of lefts) {
       const e = await rust.encode(text.slice(q), null, CONTENT);
@@ -95,9 +98,10 @@ async function checkCuts(label: string, json: Record<string, unknown>, texts: st
       expect([label, "left", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), got]).toEqual([label, "left", JSON.stringify(text.slice(Math.max(0, q - 6), q + 6)), want]);
       left++;
       if (beforeJoiner(text, q)) marks++;
+      if (/[\p{Cc}\p{Cf}]/u.test(text[q - 1]!)) afterControls++;
     }
   }
-  return { right, left, marks };
+  return { right, left, marks, afterControls };
 }
 
 const texts = (seed: number, n: number) => Array.from({ length: n }, (_, i) => textOfPieces(PIECES, seed * 1000 + i, 100 + ((i * 61) % 240)));
@@ -264,6 +268,20 @@ describe("cut points are pre-token boundaries of the whole text (ids and pre-tok
       // pre-tokenizer drops whitespace (WhitespaceSplit) or Precompiled makes a space of them; never a letter or mark
       const drops = cutPolicy(json)!.whitespace!.drop || JSON.stringify(json.normalizer).includes("Precompiled");
       expect([name, ...["\u00a0", "\u3000", "\t", "\n", "a", "\u0301"].map((c) => rules.before?.has(c) ?? false)]).toEqual([name, true, true, drops, drops, false, false]);
+    }, 120_000);
+  }
+
+  // separators after control and format characters (CutPolicy.separatorLeads): soft hyphens, which the normalisers
+  // keep, and C0 controls, which Precompiled and BERT's cleaning drop, before zero-width spaces, BOMs, tabs, NBSP;
+  // runs of them, at the text's start, after whitespace, after a Prepend character, a mark after them, more than
+  // SEPARATOR_LEAD_REACH dropped ones in a row
+  const CONTROL_WORDS = ["a", "word", "!", "\u00ad", "\u00ad\u00ad", "\u0001", "\u0007", "\u0001\u0007\u0001", "\u0000", "\u2060", "\u200e", "\u0085", "\u008f", "\u200b", "\ufeff", "\t", "\n", "\u00a0", "\u3000", " ", "\u0301", "\u0600", "\u0001".repeat(17), "<mask>", "</s>"];
+  const controlTexts = (seed: number) => Array.from({ length: 16 }, (_, i) => textOfPieces(CONTROL_WORDS, seed + i, 60 + ((i * 53) % 160)));
+  for (const name of ["models/xlmr-max", "models/bge-m3-baai", "models/gemma-embed", "models/bert-classify", "shared/t5-small.tokenizer.json", "shared/xlm-roberta-unigram.tokenizer.json.gz"]) {
+    test.skipIf(tokenizerText(name) === null)(`separators after control and format characters (${name})`, async () => {
+      const json = JSON.parse(tokenizerText(name)!);
+      const n = await checkCuts(name, json, controlTexts(8400), !name.startsWith("shared/"));
+      expect([name, n.afterControls > 40]).toEqual([name, true]);
     }, 120_000);
   }
 
