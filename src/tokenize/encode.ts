@@ -3,7 +3,7 @@
 // template (which special tokens go where, and their type ids) is read off it once by probing, so truncation keeps
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
-import { Tokenizer, nfcNormalizer, type Encoding, type Normalizer, type PreTokenizer } from "tokenizers";
+import { Tokenizer, nfcNormalizer, nfdNormalizer, type Encoding, type Normalizer, type PreTokenizer } from "tokenizers";
 import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, forcedByteEnd, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, ownWindowChar, segmentWindowChar, classOf, type PrefixWindow, type UnitReader, type WindowUnit, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramFirstTokens, unigramWordPath, type WordPath } from "./unigram";
 import { clusterBoundary, isWhitespace, precompiledWord, spaceSuffixStart } from "./clusters";
@@ -214,7 +214,10 @@ export class Encoder {
     try {
       await Promise.all(cut);
     } finally {
-      for (const t of normalized) this.normalRuns.delete(t);
+      for (const t of normalized) {
+        const entry = this.normalRuns.get(t)!;
+        if (--entry.users === 0) this.normalRuns.delete(t);
+      }
     }
     return out;
   }
@@ -288,21 +291,27 @@ export class Encoder {
     if (parts.length === 0) return text;
     parts.push(text.slice(copied));
     const out = parts.join("");
-    this.normalRuns.set(out, runs);
+    const entry = this.normalRuns.get(out);
+    if (entry) entry.users++;
+    else this.normalRuns.set(out, { runs, users: 1 });
     normalized.push(out);
     return out;
   }
   /** How many spans normalizeLongSegments replaced by their NFC, and how many it left for an added token. */
   readonly nfcSpans = { replaced: 0, refused: 0 };
-  /** The spans of texts that normalizeLongSegments replaced by their NFC: [start, end) pairs, in order. */
-  private readonly normalRuns = new Map<string, number[]>();
+  /**
+   * The spans of texts that normalizeLongSegments replaced by their NFC: [start, end) pairs, in order, and how many
+   * calls of `contents` are reading the text (the same text may be in two batches at once).
+   */
+  private readonly normalRuns = new Map<string, { runs: number[]; users: number }>();
   private addedChars: Set<number> | null = null;
   private nfc: Normalizer | null = null;
+  private nfd: Normalizer | null = null;
 
   /** The span of normalRuns that holds position i of the text, or null. */
   private normalRunAt(text: string, i: number): [number, number] | null {
     if (this.normalRuns.size === 0) return null;
-    const runs = this.normalRuns.get(text);
+    const runs = this.normalRuns.get(text)?.runs;
     if (runs === undefined) return null;
     for (let k = 0; k < runs.length; k += 2) if (i >= runs[k]! && i < runs[k + 1]!) return [runs[k]!, runs[k + 1]!];
     return null;
@@ -1330,7 +1339,9 @@ export class Encoder {
         norm("x" + run + "y") === norm("xy") &&
         norm(run + "y") === norm("y") &&
         norm("x" + run) === norm("x");
-      v = droppedKind(ch, yes) + 1;
+      // a non-starter to the library's NFD (the one its BertNormalizer and NFD normaliser use): moved before U+0345
+      const nonStarter = yes && (this.nfd ??= nfdNormalizer()).normalizeString("\u0345" + ch) === ch + "\u0345";
+      v = droppedKind(ch, yes, nonStarter) + 1;
       this.droppedChars[cp] = v;
     }
     return (v - 1) as Dropped;

@@ -420,6 +420,10 @@ async function checkMarkRuns(label: string, json: Record<string, unknown>, texts
         expect([label, max, direction, JSON.stringify(text.slice(0, 40)), Array.from(got.ids)]).toEqual([label, max, direction, JSON.stringify(text.slice(0, 40)), want.ids]);
       }
     }
+    // the same text in two calls at once (each reads the NFC spans the other also put there), then nothing kept
+    const [a, b] = await Promise.all([encoder.encode(texts[0]!, { direction: "right" }), encoder.encode(texts[0]!, { direction: "left" })]);
+    expect([label, max, Array.from(a.ids), Array.from(b.ids)]).toEqual([label, max, (await libraryTruncated(rust, max, texts[0]!, null, "right")).ids, (await libraryTruncated(rust, max, texts[0]!, null, "left")).ids]);
+    expect((encoder as unknown as { normalRuns: Map<string, unknown> }).normalRuns.size).toBe(0);
     replaced.replaced += encoder.nfcSpans.replaced;
     replaced.refused += encoder.nfcSpans.refused;
   }

@@ -47,6 +47,10 @@ const PIECES = [
   "\u0301\u034f\u0301\u0301\u0323\u0323",
   "\u{1d16d}\u0301\u034f\u0301\u0301\u{1d165}",
   "\u{1d16d}\u0301\u0301\u0301\u{1d165}",
+  // runs of dropped marks of several classes (kept to their first), with survivors of classes 216 and 226 around
+  "\u0301\u0316\u0308\u0327\u05b0".repeat(9),
+  "\u{1d16d}\u0316\u0301\u0334\u0323\u{1d165}",
+  "\u{1d165}\u0301\u0316\u{1d16d}\u0327\u0301",
   "\u{1d165}",
   "\u{1d16d}",
   "a",
@@ -78,13 +82,18 @@ function inputs(seed: number): Record<string, string> {
 const kindOf = (encoder: Encoder) => (encoder as unknown as { isDropped: (cp: number) => Dropped }).isDropped;
 
 describe("shortenDroppedRuns", () => {
-  // 1: a dropped control or format; 2: another dropped character (a mark)
-  const kind = (cp: number): Dropped => (/[\p{C}]/u.test(String.fromCodePoint(cp)) ? 1 : /\p{Mn}/u.test(String.fromCodePoint(cp)) ? 2 : 0);
+  // 1: a dropped control or format; 2: another dropped character (a mark); 3: a dropped non-starter
+  const kind = (cp: number): Dropped => (/[\p{C}]/u.test(String.fromCodePoint(cp)) ? 1 : cp === 0x34f ? 2 : /\p{Mn}/u.test(String.fromCodePoint(cp)) ? 3 : 0);
 
   test("a run of controls and formats keeps its first character", () => {
     expect(shortenDroppedRuns("a\u200b\ufeff\u0001\u200bb", kind)).toBe("a\u200bb");
     expect(shortenDroppedRuns("\ufeff".repeat(1000), kind)).toBe("\ufeff");
     expect(shortenDroppedRuns("\u{e0001}\u{e0001}\u200bx\u{e0001}", kind)).toBe("\u{e0001}x\u{e0001}");
+  });
+
+  test("a run of non-starters keeps its first character; one with a dropped starter (U+034F) keeps one of each repeated", () => {
+    expect(shortenDroppedRuns("a" + "\u0301\u0316\u0308".repeat(1000) + "b", kind)).toBe("a\u0301b");
+    expect(shortenDroppedRuns("x\u0301\u0316\u034f\u034f\u0316\u0301y", kind)).toBe("x\u0301\u0316\u034f\u0316\u0301y");
   });
 
   test("other runs keep one of each character repeated in a row, in order", () => {
@@ -132,7 +141,7 @@ describe("a text with its dropped runs shortened normalises as the whole text do
   test("characters an added token holds in the raw text are not shortened", async () => {
     const encoder = await Encoder.create(JSON.parse(VARIANTS["raw added token of zero-width spaces"]!()), {}, 512);
     const kind = kindOf(encoder);
-    expect([kind(0x200b), kind(0xad), kind(0xfeff), kind(0x301)]).toEqual([0, 0, 1, 2]);
+    expect([kind(0x200b), kind(0xad), kind(0xfeff), kind(0x301)]).toEqual([0, 0, 1, 3]);
   });
 
   test("a cased BERT drops controls, keeps marks", async () => {
@@ -146,9 +155,9 @@ describeLikeLibrary("long runs of dropped characters", NAMES.filter((n) => !n.in
 
 // At the limit: 1,000,000 characters, timed in a fresh process against the library (at-limit.ts).
 const DROPPED_LIMIT: Record<string, string[]> = {
-  "shared/bert-base-uncased.tokenizer.json": ["zero-width spaces", "byte-order marks", "combining marks", "controls and formats"],
+  "shared/bert-base-uncased.tokenizer.json": ["zero-width spaces", "byte-order marks", "combining marks", "controls and formats", "marks of several classes", "marks of one class, mixed"],
   "models/bert-classify": ["zero-width spaces", "byte-order marks", "controls and formats"],
-  "models/colbert-pylate": ["zero-width spaces", "combining marks"],
+  "models/colbert-pylate": ["zero-width spaces", "combining marks", "marks of several classes"],
   // separators after soft hyphens and dropped controls (prefix.ts separatorCutAt: CutPolicy.separatorLeads)
   "shared/t5-small.tokenizer.json": ["controls and formats"],
   "shared/xlm-roberta-unigram.tokenizer.json.gz": ["controls and formats"],
