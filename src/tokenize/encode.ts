@@ -3,7 +3,7 @@
 // template (which special tokens go where, and their type ids) is read off it once by probing, so truncation keeps
 // the special tokens exactly as the Rust library does (`truncation=True`, longest-first for pairs).
 // The binding encodes on its own thread pool and answers with a promise, so every encoding here is asynchronous.
-import { Tokenizer, nfcNormalizer, nfdNormalizer, type Encoding, type Normalizer, type PreTokenizer } from "tokenizers";
+import { Tokenizer, nfcNormalizer, nfdNormalizer, nfkcNormalizer, type Encoding, type Normalizer, type PreTokenizer } from "tokenizers";
 import { TOKEN_SEPARATOR, bertWordChar, cutAtOrAfter, forcedByteEnd, cutAtOrBefore, cutPolicy, longestRunFrom, prefixModelJson, shortenAsciiRuns, shortenDroppedRuns, droppedKind, type Dropped, shortenSpaceRuns, shortenWordRuns, spaceChar, spaceRunWindow, unknownCut, unknownTail, normalFormUnknownTail, normalFormBoundary, normalFormStarter, tailChar, type TailChar, charKind, type CharKind, windowRunChars, wordPrefixWindow, wordSymbol, ownWindowChar, segmentWindowChar, classOf, type PrefixWindow, type UnitReader, type WindowUnit, type CutPolicy, type InWordPolicy, whitespaceRules, type WhitespaceRules } from "./prefix";
 import { unigramFirstTokens, unigramWordPath, type WordPath } from "./unigram";
 import { clusterBoundary, isWhitespace, precompiledWord, spaceSuffixStart } from "./clusters";
@@ -197,7 +197,7 @@ export class Encoder {
       }
       if (this.cuts?.inWord && text.length > WHOLE_CHARS) text = unknownTail(text, this.cuts.inWord, this.charKind);
       if (this.cuts?.inWord?.composes && text.length > WHOLE_CHARS) text = normalFormUnknownTail(text, this.cuts.inWord, this.tailChar, (first, mark) => this.repeatedMark(first, mark, this.cuts!.inWord!));
-      if (this.cuts?.inWord?.nfcFirst && text.length > WHOLE_CHARS) text = this.normalizeLongSegments(text, this.cuts.inWord, normalized);
+      if (this.cuts?.inWord?.spanForm && text.length > WHOLE_CHARS) text = this.normalizeLongSegments(text, this.cuts.inWord, normalized);
       if (this.cuts && text.length > WHOLE_CHARS) {
         const part = direction === "left" ? this.suffixContent(text, need, this.cuts) : this.prefixContent(text, need, this.cuts, words);
         // the text that `end` indexes: the input shortened as above (the same tokens)
@@ -223,9 +223,14 @@ export class Encoder {
   }
 
   /**
-   * Byte-level BPE whose normaliser begins with NFC (InWordPolicy.nfcFirst): each run of LONG_MARKS or more marks
-   * that are not all one code point (which markRunUnit reads as they are), with the starter before it, is replaced by
-   * the library's NFC of it, and the replaced spans are remembered for segmentUnit (normalRuns). The library's
+   * Byte-level BPE whose normaliser begins with NFC, or Unigram behind Metaspace whose normaliser begins with its
+   * one normal form (InWordPolicy.spanForm; NFC below stands for that form): each run of LONG_MARKS or more marks
+   * that are not all one code point (which markRunUnit and repeatedMark read as they are), with the starter before it,
+   * is replaced by the library's NFC of it, and the replaced spans are remembered for segmentUnit and newUnigramWord
+   * (normalRuns), which read them code point by code point. Not where the NFC holds whitespace or the Metaspace
+   * replacement (U+00A0 becomes a space under NFKC: words would change where the reader sees them). Unigram: a word
+   * that is one such segment had no position where a prefix may end, so the replica's check tokenized it whole (a
+   * letter and 999,999 marks of three classes on the DeBERTa-v3 / ColPali fixtures: 0.4-0.55 s). The library's
    * normaliser makes the same text of both: the span begins and ends at normalisation boundaries (normalFormBoundary
    * of its first character, of the character after it, and of its NFC's first character), so the NFC of the text is
    * that of the part before it, then the span's, then the rest's; NFC of an NFC text is itself, and the other parts
@@ -269,8 +274,9 @@ export class Encoder {
         this.nfcSpans.refused++;
         continue;
       }
-      const nfc = (this.nfc ??= nfcNormalizer()).normalizeString(text.slice(start, end));
-      if (nfc === "") continue;
+      const form = policy.spanForm === "NFKC" ? (this.nfkc ??= nfkcNormalizer()) : (this.nfc ??= nfcNormalizer());
+      const nfc = form.normalizeString(text.slice(start, end));
+      if (nfc === "" || /[\s\u0085\u2581]/u.test(nfc)) continue;
       const head = nfc.codePointAt(0)!;
       // a match of an added token can only end at the starter (no token holds a mark): where NFC composes the
       // starter, no token may end with it or with what it becomes
@@ -307,6 +313,7 @@ export class Encoder {
   private addedChars: Set<number> | null = null;
   private nfc: Normalizer | null = null;
   private nfd: Normalizer | null = null;
+  private nfkc: Normalizer | null = null;
 
   /** The span of normalRuns that holds position i of the text, or null. */
   private normalRunAt(text: string, i: number): [number, number] | null {
@@ -922,6 +929,16 @@ export class Encoder {
       let v = symbolOf[cp]!;
       if (v === 0) v = this.wordSymbolOf(cp, policy);
       let next = i + (cp > 0xffff ? 2 : 1);
+      // a span in normal form (normalizeLongSegments): each code point is a segment, the character itself
+      if (composes && this.normalRuns.size > 0 && this.normalRunAt(text, i) !== null) {
+        const ch = String.fromCodePoint(cp);
+        if (cp === markerCp || this.normalizeChar(ch) !== ch) return null;
+        seen[cp] = stamp;
+        symbols[n++] = cp;
+        i = next;
+        at[n] = i;
+        continue;
+      }
       // cached as symbol + 1, -1 for none; a window character is its own segment unless a character without a
       // boundary before it follows
       if (v > 0 && (!composes || next >= end || this.boundaryBefore(text.codePointAt(next)!))) {

@@ -383,8 +383,8 @@ const ALL = ["zero-width spaces", "byte-order marks", "controls", "emoji flags",
 const NFC = [...ALL.filter((k) => k !== "nbsp"), "decomposed Korean", "decomposed Japanese", "decomposed Latin", "marks of several classes", "marks of one class, mixed"];
 const both = (kinds: string[]) => kinds.flatMap((k) => [[k, "right"], [k, "left"]] as LimitCase[]);
 // A letter followed by a long run of marks of several combining classes is one normalisation segment, which NFC
-// reorders whole: behind NFC the Encoder replaces such a run by the library's NFC of it (encode.ts
-// normalizeLongSegments) and reads it code point by code point. Texts over the Encoder's whole-text length with runs
+// reorders whole: behind NFC (byte-level BPE) or NFKC (Unigram) the Encoder replaces such a run by the library's
+// normal form of it (encode.ts normalizeLongSegments) and reads it code point by code point. Texts over the Encoder's whole-text length with runs
 // of 40-3,000 marks drawn from classes 1, 7, 10, 202, 220 and 230 (some that compose with the letter before them: a
 // + U+0308 + U+0304 is U+01DF), after letters, a Kelvin sign (K under NFC), an added token, or at the text's start,
 // each encoded at several max lengths in both directions against the library truncating the whole text.
@@ -432,7 +432,8 @@ async function checkMarkRuns(label: string, json: Record<string, unknown>, texts
 
 describe("long runs of marks of several classes behind NFC: replaced by their NFC, read code point by code point (same ids as the library)", () => {
   const LEADS = ["a", "e", "\u212a", "o", "\u3042", "", "A"];
-  const names = ["models/qwen3-embed", "models/qwen3-rerank", "models/clip", ...(existsSync(SHARED_TOKENIZERS) ? ["shared/clip-vit-base-patch32.tokenizer.json"] : [])];
+  // byte-level BPE behind NFC, and Unigram behind NFKC and Metaspace (read by the replica, newUnigramWord)
+  const names = ["models/qwen3-embed", "models/qwen3-rerank", "models/clip", ...(existsSync(SHARED_TOKENIZERS) ? ["shared/clip-vit-base-patch32.tokenizer.json"] : []), "models/colpali", "models/deberta-rerank", "models/gemma-embed"];
   for (const name of names) {
     test(name, async () => {
       const n = await checkMarkRuns(name, JSON.parse(tokenizerText(name)!), markTexts(9100, 12, LEADS));
@@ -463,6 +464,11 @@ describe("1,000,000 characters of joiners, byte-level BPE (timed in a fresh proc
   test.skipIf(!existsSync(SHARED_TOKENIZERS))("clip-vit-base-patch32", () => expectAtLimit("shared/clip-vit-base-patch32.tokenizer.json", both(NFC)), 600_000);
   test("qwen3-embed", () => expectAtLimit("models/qwen3-embed", both([...NFC, "nbsp"])), 600_000);
   test("clip", () => expectAtLimit("models/clip", both(["combining marks", "hangul jamo", "decomposed Korean", "decomposed Japanese", "decomposed Latin"])), 600_000);
+  // Unigram behind NFKC: long runs of mixed marks replaced by their NFKC (normalizeLongSegments)
+  test("colpali, deberta-rerank (Unigram behind NFKC): marks of several classes", async () => {
+    // most of the time is the library's NFKC of the run (about 150 ms): under half the library's time
+    for (const name of ["colpali", "deberta-rerank"]) await expectAtLimit(`models/${name}`, both(["marks of several classes", "marks of one class, mixed"]), 512, 1 / 2);
+  }, 600_000);
   test("emoji ZWJ sequences (clip, qwen3-embed, qwen3-rerank, colmodernvbert; crossingDepth)", async () => {
     for (const name of EMOJI_NAMES) await expectAtLimit(name, both(["emoji ZWJ sequences"]));
   }, 600_000);
