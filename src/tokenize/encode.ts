@@ -224,24 +224,22 @@ export class Encoder {
 
   /**
    * Byte-level BPE whose normaliser begins with NFC, or Unigram behind Metaspace whose normaliser begins with its
-   * one normal form (InWordPolicy.spanForm; NFC below stands for that form): each run of LONG_MARKS or more marks
-   * that are not all one code point (which markRunUnit and repeatedMark read as they are), with the starter before it,
-   * is replaced by the library's NFC of it, and the replaced spans are remembered for segmentUnit and newUnigramWord
-   * (normalRuns), which read them code point by code point. Not where the NFC holds whitespace or the Metaspace
-   * replacement (U+00A0 becomes a space under NFKC: words would change where the reader sees them). Unigram: a word
-   * that is one such segment had no position where a prefix may end, so the replica's check tokenized it whole (a
-   * letter and 999,999 marks of three classes on the DeBERTa-v3 / ColPali fixtures: 0.4-0.55 s). The library's
-   * normaliser makes the same text of both: the span begins and ends at normalisation boundaries (normalFormBoundary
-   * of its first character, of the character after it, and of its NFC's first character), so the NFC of the text is
-   * that of the part before it, then the span's, then the rest's; NFC of an NFC text is itself, and the other parts
-   * of the normaliser (Lowercase, a Replace of whitespace) then see the same text. No added token holds a mark of
-   * the span or a character of its NFC after the first, so a match in either text can only end at the starter, and
-   * where NFC composes the starter no token ends with it or with what it becomes: the added tokens split both texts
-   * alike (a KELVIN SIGN becomes K under NFC). Such a
-   * span is one normalisation segment, which NFC reorders whole (canonical order of the marks' classes) and windows
-   * could not read (a letter and 999,999 marks of three classes: 1.4-1.8 s, the library's own time, mostly its BPE
-   * on the million marks); its NFC is read code point by code point. Offsets index the text with the NFC spans, as
-   * the shortened runs' texts' do.
+   * one normal form (InWordPolicy.spanForm; NFC below stands for that form): each run of more than
+   * SEGMENT_UNIT_POINTS marks (LONG_MARK_RUN) that are not all one code point (markRunUnit and repeatedMark read
+   * those as they are), with the starter before it, is replaced by the library's NFC of it, and the replaced spans
+   * are remembered (normalRuns) for segmentUnit and newUnigramWord, which read them code point by code point. Such a
+   * run is one normalisation segment, which NFC reorders whole: windows found nothing in it, and the Unigram replica
+   * no position where a prefix may end (a letter and 999,999 marks of three classes: Qwen3, CLIP 1.4-2.4 s, mostly
+   * the library's BPE on the million marks; the Unigram fixtures 0.4-0.55 s).
+   * The library's normaliser makes the same text of both: the span begins and ends at normalisation boundaries
+   * (normalFormBoundary of its first character, of the character after it, and of its NFC's first character), so the
+   * NFC of the text is that of the part before it, then the span's, then the rest's; NFC of an NFC text is itself,
+   * and the other parts of the normaliser (Lowercase, a Replace of whitespace) then see the same text. No added token
+   * holds a mark of the span or a character of its NFC after the first, so a match in either text can only end at the
+   * starter, and where NFC composes the starter no token ends with it or with what it becomes: the added tokens split
+   * both texts alike (a KELVIN SIGN becomes K under NFC). Not where the NFC holds whitespace or the Metaspace
+   * replacement (U+00A0 becomes a space under NFKC: words would change where the reader sees them). Offsets index the
+   * text with the NFC spans, as the shortened runs' texts' do.
    */
   private normalizeLongSegments(text: string, policy: InWordPolicy, normalized: string[]): string {
     LONG_MARK_RUN.lastIndex = 0;
