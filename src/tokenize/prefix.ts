@@ -1610,9 +1610,9 @@ function separatorCutAt(text: string, q: number, policy: CutPolicy, normalize: (
     p -= prev.length;
     prev = codePointBefore(text, p);
   }
-  if (leads !== null && leads(prev) === true) {
-    // a kept control or format character: a cluster of its own whatever stands before it
-  } else if (prev === "" || !BEFORE_SEPARATOR.test(prev) || PREPEND.test(codePointBefore(text, p - prev.length)) || /\s$/u.test(normalize(prev))) return false;
+  // a kept control or format character is a cluster of its own whatever stands before it
+  const keptLead = leads !== null && leads(prev) === true;
+  if (!keptLead && (prev === "" || !BEFORE_SEPARATOR.test(prev) || PREPEND.test(codePointBefore(text, p - prev.length)) || /\s$/u.test(normalize(prev)))) return false;
   if (next !== "" && (CLUSTER_JOINS_NEXT.test(next) || (c === "\r" && next === "\n"))) return false;
   return !(policy.spaced && addedSpans(text, q, policy.spaced, normalize));
 }
@@ -2574,7 +2574,7 @@ function separatorLeads(seps: string[], replacement: string, normalize: (s: stri
     if (!candidates.has(ch)) return null;
     let v = verdicts.get(ch);
     if (v === undefined) {
-      if (firstKept === undefined) firstKept = [...candidates].find((d) => d === "\u00ad" && verdict(d) === true) ?? null;
+      if (firstKept === undefined) firstKept = candidates.has("\u00ad") && verdict("\u00ad") === true ? "\u00ad" : null;
       verdicts.set(ch, (v = verdict(ch)));
     }
     return v;
