@@ -16,3 +16,7 @@ declare module "*/playground/playground.css" {
   const text: string;
   export default text;
 }
+declare module "*/playground/favicon.svg" {
+  const text: string;
+  export default text;
+}

@@ -53,6 +53,21 @@ describe("GET / (playground)", () => {
     expect(html.replace(/<meta name="infinity-api-base"[^>]*>/, "")).not.toMatch(/\bhttps?:\/\//);
   });
 
+  test("GET /favicon.ico is the playground's icon (an SVG), which the playground and /docs link to", async () => {
+    const res = await fetch(`${plain.url}/favicon.ico`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toStartWith("image/");
+    const svg = await res.text();
+    expect(svg).toBe(await Bun.file(join(SOURCE, "favicon.svg")).text());
+    expect(svg).toStartWith("<svg");
+    expect(await (await fetch(`${plain.url}/`)).text()).toContain('<link rel="icon" href="favicon.ico"');
+    expect(await (await fetch(`${plain.url}/docs`)).text()).toContain('<link rel="icon" href="favicon.ico"');
+    // Public like the page and /docs, also with --api-key, and not an API route in the OpenAPI document.
+    expect((await fetch(`${prefixed.url}/favicon.ico`)).status).toBe(200);
+    const doc = (await (await fetch(`${plain.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths).some((p) => p.includes("favicon"))).toBe(false);
+  });
+
   test("POST / is still the HF Inference route", async () => {
     const res = await postJson(`${plain.url}/`, { inputs: "hello" });
     expect(res.status).toBe(200);
@@ -88,7 +103,6 @@ describe("GET / (playground)", () => {
       ["GET", "/playground/%2e%2e/package.json"],
       ["GET", "/playground/..%2fpackage.json"],
       ["GET", "/src/server/playground/playground.js"],
-      ["GET", "/favicon.ico"],
       ["GET", "/robots.txt"],
       ["GET", "/static/app.js"],
       ["PUT", "/"],

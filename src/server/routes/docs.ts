@@ -83,6 +83,7 @@ import swaggerCss from "swagger-ui-dist/swagger-ui.css" with { type: "text" };
 
 const DOCS_HTML = `<!doctype html>
 <html><head><meta charset="utf-8"><title>infinity API</title>
+<link rel="icon" href="favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="docs/swagger-ui.css"></head>
 <body><div id="ui"></div>
 <script src="docs/swagger-ui-bundle.js"></script>

@@ -1,6 +1,6 @@
 // GET / : the playground page (list the models, embed texts into a similarity heat-map, rerank, classify), and its
-// two files. They are imported as text, so they ship inside the server and the compiled binary, and the page asks
-// nothing of any other host (the Content-Security-Policy below holds it to this origin). POST / stays the HF
+// two files, and /favicon.ico (its icon, an SVG). They are imported as text, so they ship inside the server and the
+// compiled binary, and the page asks nothing of any other host (the Content-Security-Policy below holds it to this origin). POST / stays the HF
 // Inference route (routes/tei.ts).
 
 import { router, type ServerContext } from "../context";
@@ -8,6 +8,7 @@ import { VERSION } from "../../version";
 import pageHtmlText from "../playground/index.html" with { type: "text" };
 import pageScript from "../playground/playground.js" with { type: "text" };
 import pageCss from "../playground/playground.css" with { type: "text" };
+import favicon from "../playground/favicon.svg" with { type: "text" };
 
 /** Only this server: scripts, styles and API calls from its own origin, nothing inline but the CSSOM colours. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -30,5 +31,7 @@ export function playgroundRoutes(ctx: ServerContext) {
   return router()
     .get("/", file(html, "text/html; charset=utf-8", { "content-security-policy": CSP }), { detail: { hide: true } })
     .get("/playground/playground.js", file(pageScript, "text/javascript; charset=utf-8"), { detail: { hide: true } })
-    .get("/playground/playground.css", file(pageCss, "text/css; charset=utf-8"), { detail: { hide: true } });
+    .get("/playground/playground.css", file(pageCss, "text/css; charset=utf-8"), { detail: { hide: true } })
+    // The playground's icon, also what browsers ask for on /docs (and any page without a <link rel="icon">).
+    .get("/favicon.ico", file(favicon, "image/svg+xml"), { detail: { hide: true } });
 }
