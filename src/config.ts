@@ -574,3 +574,34 @@ export function helpText(): string {
   lines.push("  --version       print the version");
   return lines.join("\n");
 }
+
+/** An option's default as --help and the flag reference show it. */
+export function optionDefaultText(o: OptionSpec): string {
+  return o.defaultLabel ?? (o.default === null ? "none" : Array.isArray(o.default) ? (o.default.length ? o.default.join(",") : "none") : String(o.default));
+}
+
+/**
+ * The flag reference as a Markdown table, rendered from OPTIONS (the table --help prints): flag, environment
+ * variable, default, per model, description. build/flags-doc.ts writes it into docs/operations.md; a test checks
+ * that the committed section is this text.
+ */
+export function flagReferenceMarkdown(): string {
+  const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\s*\n\s*/g, " ");
+  const rows = [
+    "| flag | environment | default | per model | description |",
+    "|---|---|---|---|---|",
+  ];
+  for (const o of OPTIONS) {
+    const flag = o.kind === "bool" ? `--[no-]${o.name}` : `--${o.name}`;
+    const notes = [
+      o.choices ? `one of: ${o.choices.join(", ")}` : "",
+      o.repeatable && !o.perModel ? "repeatable" : "",
+      o.cliOnly ? "not a config-file key" : "",
+    ].filter((s) => s !== "");
+    const description = o.help + (notes.length ? ` (${notes.join("; ")})` : "");
+    rows.push(`| \`${flag}\` | \`${envName(o.name)}\` | ${cell(optionDefaultText(o) || "(empty)")} | ${o.perModel ? "yes" : "no"} | ${cell(description)} |`);
+  }
+  rows.push("| `--help`, `-h` | | | | print the option list and exit |");
+  rows.push("| `--version` | | | | print the version and exit |");
+  return rows.join("\n");
+}
