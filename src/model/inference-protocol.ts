@@ -1,6 +1,6 @@
 // Messages between ModelSession (main thread) and its inference worker (inference-worker.ts).
 import type { LogLevel } from "../config";
-import type { Feed, InputSpec, OutputTensor, SessionHead, SessionSettings } from "./session";
+import type { Feed, InputSpec, OutputTensor, SessionHead, SessionSettings } from "./session-types";
 
 /**
  * Test-only fault injection: what the worker does instead of the run (or session creation) it was sent. `exit` ends the worker

@@ -4,9 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
-import type { TaskAdapters } from "../tasks/embed";
-import { onnxOutputNames } from "./onnx-graph";
-import { TOKEN_STATE_OUTPUTS, tokenStatesOutput } from "../tasks/token-states";
+import { onnxOutputNames, TOKEN_STATE_OUTPUTS, tokenStatesOutput } from "./onnx-graph";
 
 export type Task = "embed" | "rerank" | "classify" | "sparse" | "multivector" | "hybrid";
 
@@ -146,6 +144,16 @@ export type DenseActivation = "identity" | "tanh" | "relu" | "sigmoid";
 const DENSE_ACTIVATIONS: Record<string, DenseActivation> = {
   Identity: "identity", Tanh: "tanh", ReLU: "relu", Sigmoid: "sigmoid",
 };
+
+/**
+ * Task adapters (Jina v3: config.json `lora_adaptations`): the export's `task_id` input selects one LoRA adapter for
+ * a whole run (its index in `names`), and the model's `encode(task=...)` prepends that task's instruction
+ * (config.json `task_instructions`).
+ */
+export interface TaskAdapters {
+  names: readonly string[];
+  instructions: Readonly<Record<string, string>>;
+}
 
 export type Pooling = "mean" | "cls" | "max" | "last" | "mean_sqrt_len" | "weighted_mean";
 

@@ -88,3 +88,11 @@ export function onnxExternalDataFiles(path: string): string[] {
 function fieldString(buf: Uint8Array, wanted: number): string {
   return stringsOf(fieldsOf(buf), wanted)[0] ?? "";
 }
+
+/** Output names of per-token states in embedder exports (optimum: last_hidden_state; sentence-transformers: token_embeddings). */
+export const TOKEN_STATE_OUTPUTS = ["last_hidden_state", "token_embeddings"] as const;
+
+/** The export's per-token output, or null when it has none (an export with only pooled sentence_embedding). */
+export function tokenStatesOutput(names: readonly string[]): string | null {
+  return TOKEN_STATE_OUTPUTS.find((n) => names.includes(n)) ?? null;
+}

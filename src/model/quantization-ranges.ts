@@ -4,7 +4,13 @@
 // float32 ('<f4') or float64 ('<f8'): row 0 the minimums, row 1 the maximums.
 import { readFileSync } from "node:fs";
 import { ModelLoadError } from "../errors";
-import type { QuantizationRanges } from "../tasks/quantize";
+
+/** Per-dimension calibration bounds; float32: the bounds are float32 values and numpy's arithmetic is float32. */
+export interface QuantizationRanges {
+  min: Float64Array;
+  max: Float64Array;
+  float32: boolean;
+}
 
 function fail(path: string, why: string): never {
   throw new ModelLoadError(`--quantization-ranges ${path}: ${why}`);

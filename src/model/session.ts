@@ -5,30 +5,9 @@
 import { log, logSettings } from "../log";
 import { ModelLoadError, WorkerFailed } from "../errors";
 import type { CreatedSession, InferenceReply, InferenceRequest, InjectedFault } from "./inference-protocol";
+import type { Feed, InputSpec, OutputTensor, SessionHead, SessionSettings } from "./session-types";
 
-export interface SessionSettings {
-  device: string;
-  numThreads: number;
-  /**
-   * Where the graph's external data (model.onnx_data) lies when the graph file was written elsewhere (an LLM
-   * reranker's graph rewritten at load, model/logits-graph.ts); unset: beside the graph file.
-   */
-  externalDataDir?: string;
-}
-
-/**
- * A graph the worker runs on one output of the model right after each run that asks for what it gives: its input x
- * is the model output `input`; each of `outputs` (the name a run asks for -> the graph output that answers it) is
- * computed from it. ColBERT's Dense projection of every token vector answers under the model output's own name
- * (model/dense-graph.ts); bge-m3's pickled sparse and ColBERT heads add outputs the model lacks (tasks/hybrid.ts).
- * The session reports the model's outputs and the head's. Created with the model's settings, in the same worker,
- * again in a replacement worker.
- */
-export interface SessionHead {
-  input: string;
-  outputs: Record<string, string>;
-  graph: Uint8Array;
-}
+export type { Feed, InputSpec, OutputTensor, SessionHead, SessionSettings };
 
 /** How the main thread watches a session's worker. */
 export interface WorkerOptions {
@@ -49,25 +28,6 @@ export interface BatchTensors {
   tokenTypeIds: Int32Array | null;
   /** The one task adapter of every row (Jina v3 `task_id`); undefined for models without adapters. */
   taskId?: number;
-}
-
-export interface OutputTensor {
-  name: string;
-  data: Float32Array;
-  dims: number[];
-}
-
-/**
- * One named input as the caller builds it; int32 data is widened where the model declares int64, Uint16Array
- * holds float16 halves.
- */
-export type Feed = { data: Float32Array | Int32Array | Uint16Array; dims: number[] };
-
-/** What the model declares about one input: its element type and its shape (symbolic axes are strings). */
-export interface InputSpec {
-  name: string;
-  type: string;
-  shape: readonly (number | string)[];
 }
 
 /** starting: creating its session; restarting: a replacement after a fault; failed: the replacement failed too. */

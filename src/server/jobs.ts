@@ -11,7 +11,7 @@ import { labelScores, type LabelScore } from "../tasks/classify";
 import { finishEmbedding, inputPrompt, type PromptRequest } from "../tasks/embed";
 import { colbertInput, documentChunks, maxSim, MULTIVECTOR_CODEC, type InputType, type MultiVector } from "../tasks/multivector";
 import { sparseDot, sparseKind, SPARSE_CODEC, type SparseVector } from "../tasks/sparse";
-import type { QuantizationRanges } from "../tasks/quantize";
+import type { QuantizationRanges } from "../model/quantization-ranges";
 import { rankResults, type RerankItem } from "../tasks/rerank";
 import { fullLengthText, wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
 import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";

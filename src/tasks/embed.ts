@@ -1,5 +1,5 @@
 // Embeddings: pooling of token states (one function), L2 normalisation, Matryoshka truncation, base64 encoding.
-import type { Pooling } from "../model/layout";
+import type { Pooling, TaskAdapters } from "../model/layout";
 import type { DenseLayer } from "../model/dense";
 import type { OutputTensor } from "../model/session";
 import { InvalidInput } from "../errors";
@@ -178,16 +178,6 @@ export interface PromptRequest {
   inputType?: string;
   /** A task adapter of the model by name (Jina v3: retrieval.query, text-matching, ...). */
   task?: string;
-}
-
-/**
- * Task adapters (Jina v3: config.json `lora_adaptations`): the export's `task_id` input selects one LoRA adapter for
- * a whole run (its index in `names`), and the model's `encode(task=...)` prepends that task's instruction
- * (config.json `task_instructions`).
- */
-export interface TaskAdapters {
-  names: readonly string[];
-  instructions: Readonly<Record<string, string>>;
 }
 
 /** The adapter each request input type selects; without one, DEFAULT_ADAPTER_TASK (symmetric similarity). */

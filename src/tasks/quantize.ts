@@ -11,15 +11,10 @@
 // uint8 = clip(floor((x - min) / step), 0, 255), int8 = uint8 - 128; in float32 arithmetic for float32 ranges, as
 // numpy computes it, and float64 for float64 ranges.
 
+import type { QuantizationRanges } from "../model/quantization-ranges";
+
 export const VECTOR_TYPES = ["float", "int8", "uint8", "binary", "ubinary"] as const;
 export type VectorType = (typeof VECTOR_TYPES)[number];
-
-/** Per-dimension calibration bounds; float32: the bounds are float32 values and numpy's arithmetic is float32. */
-export interface QuantizationRanges {
-  min: Float64Array;
-  max: Float64Array;
-  float32: boolean;
-}
 
 const same = (x: number) => x;
 

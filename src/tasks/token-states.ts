@@ -4,14 +4,7 @@ import { ModelLoadError } from "../errors";
 import type { OutputTensor } from "../model/session";
 import type { MultiVector } from "./multivector";
 import type { TaskReader } from "./task";
-
-/** Output names of per-token states in embedder exports (optimum: last_hidden_state; sentence-transformers: token_embeddings). */
-export const TOKEN_STATE_OUTPUTS = ["last_hidden_state", "token_embeddings"] as const;
-
-/** The export's per-token output, or null when it has none (an export with only pooled sentence_embedding). */
-export function tokenStatesOutput(names: readonly string[]): string | null {
-  return TOKEN_STATE_OUTPUTS.find((n) => names.includes(n)) ?? null;
-}
+import { TOKEN_STATE_OUTPUTS, tokenStatesOutput } from "../model/onnx-graph";
 
 /** Reads row b's real tokens (from `starts`, `lengths` of them) of a [batch, seq, hidden] output, row-major. */
 export const tokenStatesReader: TaskReader<MultiVector> = {
