@@ -4,7 +4,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ModelLoadError } from "../errors";
-import type { DenseActivation, DenseModule } from "./layout";
+import type { DenseActivation, DenseModule } from "./st-modules";
 import { readSafetensors } from "./safetensors";
 import { readTorchStateDict } from "./torch-state-dict";
 

@@ -6,7 +6,8 @@ import { homedir } from "node:os";
 import type { Dtype } from "../config";
 import { ModelLoadError } from "../errors";
 import { log } from "../log";
-import { externalDataFiles, METADATA_FILES, onnxFilesFor, PICKLED_M3_HEADS } from "./layout";
+import { externalDataFiles, METADATA_FILES, onnxFilesFor } from "./repo-files";
+import { PICKLED_M3_HEADS } from "./hybrid-layout";
 import { onnxExternalDataFiles } from "./onnx-graph";
 
 export interface HubSettings {

@@ -1,6 +1,6 @@
 // Audio embeddings (CLAP audio towers). Preparing inputs: media/audio.ts in the media workers turns a WAV file
 // into log-mel input_features [1, frames, mel bins]; reading outputs: the tower's projected audio_embeds.
-import type { MediaLayout } from "../model/layout";
+import type { MediaLayout } from "../model/media-layout";
 import { audioConfigFrom, featureShape } from "../media/audio";
 import { projectionReader } from "./embed";
 

@@ -3,7 +3,7 @@
 // Preparing inputs: the query string and the image prompt of transformers' ColPaliProcessor (prefixes from the
 // layout), tokenized without the tokenizer's own special tokens (the processor turns them off); pixel_values come
 // from the media workers (media/image.ts, the SigLIP image processor). Reading outputs: every attended position.
-import type { ColPaliLayout } from "../model/layout";
+import type { ColPaliLayout } from "../model/colpali-layout";
 import type { Feed, ModelSession } from "../model/session";
 import { textFeeds } from "../model/session";
 import type { Runner } from "../engine/engine";

@@ -1,5 +1,6 @@
 // Embeddings: pooling of token states (one function), L2 normalisation, Matryoshka truncation, base64 encoding.
-import type { Pooling, TaskAdapters } from "../model/layout";
+import type { Pooling } from "../model/st-modules";
+import type { TaskAdapters } from "../model/layout";
 import type { DenseLayer } from "../model/dense";
 import type { OutputTensor } from "../model/session";
 import { InvalidInput } from "../errors";

@@ -3,7 +3,8 @@
 // the session's head graph). Dense: the CLS state, L2-normalised. Lexical weights: relu(sparse_linear(h)) per token, the largest
 // per token id, the tokenizer's cls/eos/pad/unk ids and zero weights dropped. Multi-vector: colbert_linear(h) of the
 // real tokens after CLS, each L2-normalised. Which outputs a batch reads is the union of what its rows asked for.
-import type { HybridLayout, Pooling } from "../model/layout";
+import type { HybridLayout } from "../model/hybrid-layout";
+import type { Pooling } from "../model/st-modules";
 import type { BatchTensors, ModelSession, SessionHead } from "../model/session";
 import type { DenseLayer } from "../model/dense";
 import { headGraph } from "../model/dense-graph";

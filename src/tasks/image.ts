@@ -2,7 +2,7 @@
 // into pixel_values [3, H, W]; reading outputs: the tower's projected image_embeds (jina-clip: image_embeddings, the
 // raw one of its outputs, not l2norm_image_embeddings: normalised here after any Matryoshka cut, as its encode_image
 // does), normalised like text.
-import type { MediaLayout } from "../model/layout";
+import type { MediaLayout } from "../model/media-layout";
 import { imageConfigFrom, pixelShape } from "../media/image";
 import { projectionReader } from "./embed";
 

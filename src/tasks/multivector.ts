@@ -1,6 +1,6 @@
 // Multi-vector (late-interaction, ColBERT) embeddings: preparing inputs (prefix token after the first token, query
 // expansion with the mask token, per-kind truncation), reading outputs (projection, per-token L2, skiplist), MaxSim.
-import type { MultiVectorLayout } from "../model/layout";
+import type { MultiVectorLayout } from "../model/multivector-layout";
 import type { BatchTensors, ModelSession, SessionHead } from "../model/session";
 import type { Runner } from "../engine/engine";
 import type { DenseLayer } from "../model/dense";

@@ -1,6 +1,6 @@
 // Sparse (SPLADE) embeddings: one weight per vocabulary entry, pooled over the real tokens of MLM logits
 // (sentence-transformers SpladePooling), kept as the non-zero (index, weight) pairs in ascending index order.
-import type { SparseLayout } from "../model/layout";
+import type { SparseLayout } from "../model/sparse-layout";
 import type { OutputTensor } from "../model/session";
 import { InvalidInput } from "../errors";
 import type { TaskReader } from "./task";

@@ -3,7 +3,16 @@ import { mkdtempSync, mkdirSync, copyFileSync, cpSync, readFileSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isTextInput } from "../../src/model/session";
-import { LLM_RERANK_MAX_LENGTH, chooseOnnxFile, chooseTowerFiles, denseModules, noOnnxMessage, rerankTemplateOf, externalDataFiles, mediaModalityOf, multiVectorLayout, onnxFilesFor, looksLikeBgeM3, paddingSideOf, poolingFromConfig, positionLimit, readLayout, readModules, sparseLayout, taskOf } from "../../src/model/layout";
+import { LLM_RERANK_MAX_LENGTH, rerankTemplateOf } from "../../src/model/rerank-template";
+import { chooseOnnxFile, chooseTowerFiles, noOnnxMessage, externalDataFiles, onnxFilesFor } from "../../src/model/repo-files";
+import { denseModules, poolingFromConfig, readModules } from "../../src/model/st-modules";
+import { mediaModalityOf } from "../../src/model/media-layout";
+import { multiVectorLayout } from "../../src/model/multivector-layout";
+import { looksLikeBgeM3 } from "../../src/model/hybrid-layout";
+import { paddingSideOf, readLayout } from "../../src/model/layout";
+import { positionLimit } from "../../src/model/config-values";
+import { sparseLayout } from "../../src/model/sparse-layout";
+import { taskOf } from "../../src/model/model-task";
 import { readDenseLayers } from "../../src/model/dense";
 import { denseHead } from "../../src/engine/registry";
 import { applyDense } from "../../src/tasks/embed";

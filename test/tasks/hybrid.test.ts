@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { colbertRows, lexicalWeights, parseOutputs, unusedTokenIds, checkHybridOutputs } from "../../src/tasks/hybrid";
-import { hybridLayout } from "../../src/model/layout";
+import { hybridLayout } from "../../src/model/hybrid-layout";
 import { InvalidInput } from "../../src/errors";
 
 describe("bge-m3 lexical weights", () => {

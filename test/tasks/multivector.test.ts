@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { colbertHead, colbertInput, colbertTokens, documentChunks, maxSim, readMultiVector, multiVectorTokenizeLength } from "../../src/tasks/multivector";
-import type { MultiVectorLayout } from "../../src/model/layout";
+import type { MultiVectorLayout } from "../../src/model/multivector-layout";
 import { createOrtSession, runOnce } from "../../src/model/onnx";
 
 const cfg: MultiVectorLayout = {
