@@ -140,26 +140,8 @@ describe("cli", () => {
 });
 
 describe("documentation stays true", () => {
-  test("README documents every option and its environment variable", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    for (const o of OPTIONS) {
-      const row = readme.split("\n").find((l) => l.startsWith(`| \`--${o.kind === "bool" ? "[no-]" : ""}${o.name}\``));
-      expect(row).toBeDefined();
-      expect(row).toContain(envName(o.name));
-      const def = o.defaultLabel ?? (o.default === null ? "—" : Array.isArray(o.default) ? (o.default.length ? o.default.join(",") : "—") : String(o.default));
-      expect(row).toContain(`\`${def}\``);
-    }
-  });
-
-  test("each README row begins with the option's --help text (backticks aside; the row may add detail after it)", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const plain = (s: string) => s.replace(/`/g, "").replace(/\\\|/g, "|");
-    for (const o of OPTIONS) {
-      const row = readme.split("\n").find((l) => l.startsWith(`| \`--${o.kind === "bool" ? "[no-]" : ""}${o.name}\``))!;
-      const description = plain(row.split(/(?<!\\)\|/).slice(5, -1).join("|").trim());
-      expect({ option: o.name, description: description.slice(0, plain(o.help).length) }).toEqual({ option: o.name, description: plain(o.help) });
-    }
-  });
+  // The flag reference (flag, environment variable, default, help) lives in docs/operations.md, generated from
+  // OPTIONS by build/flags-doc.ts and checked by test/docs.test.ts.
 
   test("models.example.toml parses, names every file option, and yields its two models", () => {
     const text = readFileSync(join(ROOT, "models.example.toml"), "utf8");
