@@ -109,7 +109,7 @@ export function requestTexts(pool: readonly WorkloadText[], size: number, k: num
 }
 
 /** n characters (code points: emoji are two UTF-16 units) drawn from `alphabet` by a seeded LCG: one long word
- * without spaces (bench/long-word.ts and the long-word tokenizer tests read the same inputs). */
+ * without spaces (bench/tokenize.ts and the long-word tokenizer tests read the same inputs). */
 export function letters(n: number, alphabet: string, seed: number): string {
   const chars = [...alphabet];
   const out: string[] = new Array(n);
@@ -129,7 +129,7 @@ export function cjk(n: number): string {
 }
 
 /**
- * n characters of whitespace, or words and one long run of spaces (bench/long-word.ts --whitespace and the
+ * n characters of whitespace, or words and one long run of spaces (the
  * at-limit tokenizer tests read the same inputs; n even, at least 1,200).
  */
 export function whitespaceInputs(n: number): Record<string, () => string> {
