@@ -1,5 +1,5 @@
 // Request checks that schemas cannot express (counts, lengths, emptiness), in one place for every route.
-import { InvalidInput } from "../errors";
+import { InvalidInput, PayloadTooLarge } from "../errors";
 import type { ServerConfig } from "../config";
 
 /** A list of texts from a string-or-array field, checked against the server's limits. */
@@ -13,13 +13,13 @@ export function checkTexts(value: string | string[], field: string, cfg: ServerC
 
 export function checkCount(n: number, field: string, cfg: ServerConfig): void {
   if (n > cfg.maxInputsPerRequest) {
-    throw new InvalidInput(`\`${field}\` has ${n} items; at most ${cfg.maxInputsPerRequest} are accepted per request`, field);
+    throw new PayloadTooLarge(`\`${field}\` has ${n} items; at most ${cfg.maxInputsPerRequest} are accepted per request (--max-inputs-per-request)`, field);
   }
 }
 
 export function checkText(text: string, field: string, cfg: ServerConfig): void {
   if (text.length === 0) throw new InvalidInput(`\`${field}\` is an empty string`, field);
   if (text.length > cfg.maxInputChars) {
-    throw new InvalidInput(`\`${field}\` has ${text.length} characters; at most ${cfg.maxInputChars} are accepted`, field);
+    throw new PayloadTooLarge(`\`${field}\` has ${text.length} characters; at most ${cfg.maxInputChars} are accepted (--max-input-chars)`, field);
   }
 }

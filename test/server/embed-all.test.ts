@@ -172,7 +172,7 @@ describe("/embed_all bad input", () => {
     [{ model: "bge", inputs: [1, 2], prompt_name: "query" }, 400, "prompt_name"],
     [{ model: "nope", inputs: "x" }, 400, "model"],
     [{ model: 5, inputs: "x" }, 400, "model"],
-    [{ model: "bge", inputs: Array.from({ length: 41 }, () => "x") }, 400, "inputs"],
+    [{ model: "bge", inputs: Array.from({ length: 41 }, () => "x") }, 413, "inputs"],
   ];
   bad.forEach(([body, status, param], i) => {
     test(`case ${i}: ${JSON.stringify(body).slice(0, 70)} -> ${status}`, async () => {

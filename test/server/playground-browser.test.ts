@@ -207,12 +207,12 @@ describe("playground in headless Chromium", () => {
     // An API error (9 inputs over --max-inputs-per-request 8) shows the API's own message; the page keeps working.
     const nine = Array.from({ length: 9 }, (_, i) => `text number ${i}`);
     const refused = await postJson(`${base}/embeddings`, { model: "bge", input: nine, encoding_format: "float" });
-    expect(refused.status).toBe(400);
+    expect(refused.status).toBe(413);
     await page.fill("#embed-texts", nine.join("\n"));
     await page.click("#embed-form button[type=submit]");
     await page.waitForSelector("#embed-error:not([hidden])");
     const shown = await page.textContent("#embed-error");
-    expect(shown).toStartWith("Error 400");
+    expect(shown).toStartWith("Error 413");
     expect(shown).toContain(refused.json.error.message);
     await page.fill("#embed-texts", "one\ntwo");
     await page.click("#embed-form button[type=submit]");
@@ -221,7 +221,7 @@ describe("playground in headless Chromium", () => {
 
     // The only console errors are Chromium's own line for the refused request; no script error at any point.
     expect(w.pageErrors).toEqual([]);
-    expect(w.consoleErrors.map((m) => /^Failed to load resource: .*status of (\d+)/.exec(m)?.[1] ?? m)).toEqual(["400"]);
+    expect(w.consoleErrors.map((m) => /^Failed to load resource: .*status of (\d+)/.exec(m)?.[1] ?? m)).toEqual(["413"]);
     expectOnlyOwnOrigin(w, base);
   }, 120_000);
 

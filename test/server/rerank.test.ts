@@ -116,12 +116,16 @@ describe("rerank bad inputs", () => {
     ["documents a number", { query: "q", documents: 5, model: "bert-rerank" }, "document"],
     ["document of wrong type", { query: "q", documents: [1], model: "bert-rerank" }, "document"],
     ["empty document", { query: "q", documents: ["a", ""], model: "bert-rerank" }, "documents[1]"],
-    ["too many documents", { query: "q", documents: Array(51).fill("d"), model: "bert-rerank" }, "at most 50"],
     ["top_n zero", { query: "q", documents: ["a"], top_n: 0, model: "bert-rerank" }, "top_n"],
     ["top_n negative", { query: "q", documents: ["a"], top_n: -3, model: "bert-rerank" }, "top_n"],
     // An embedder reranks by cosine (test/server/similarity-rerank.test.ts); an instruction is for LLM rerankers only.
     ["instruction to an embedder", { query: "q", documents: ["a"], model: "bert-mean-norm", instruction: "x" }, "instruction"],
   ];
+  test("too many documents: 413 naming the flag", async () => {
+    const r = await postJson(`${url}/rerank`, { query: "q", documents: Array(51).fill("d"), model: "bert-rerank" });
+    expect(r.status).toBe(413);
+    expect(r.json.error.message).toContain("at most 50 are accepted per request (--max-inputs-per-request)");
+  });
   for (const [name, body, needle] of cases) {
     test(name, async () => {
       const r = await postJson(`${url}/rerank`, body);

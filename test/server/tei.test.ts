@@ -274,7 +274,7 @@ describe("bad input on the new routes: one error shape, 4xx, the server keeps se
     ["embed: unknown prompt", "/embed", { inputs: "x", prompt_name: "nope" }, 400],
     ["embed: unknown input_type", "/embed", { inputs: "x", input_type: "nope" }, 400],
     ["embed: token id out of vocab", "/embed", { inputs: [[1, 999999]] }, 400],
-    ["embed: too many inputs", "/embed", { inputs: Array(21).fill("x") }, 400],
+    ["embed: too many inputs", "/embed", { inputs: Array(21).fill("x") }, 413],
     ["predict: three strings", "/predict", { inputs: ["a", "b", "c"] }, 400],
     ["predict: batch of strings and pairs of 3", "/predict", { inputs: [["a", "b", "c"]] }, 400],
     ["predict: number", "/predict", { inputs: 1 }, 400],
