@@ -2,7 +2,8 @@
 // routes/ (OpenAI, Cohere, TEI, HF Inference, Voyage) turn their JSON into these and format the results back;
 // model lookup, input checks, prompts, truncation, the result cache and the engine call happen here, once.
 import { inputKey, SCORE_CODEC, VECTOR_CODEC, type Codec } from "../cache/cache";
-import type { Capability, ColPaliModel, ServedModel } from "../engine/registry";
+import type { Capability } from "../engine/registry";
+import type { ColPaliModel, ServedModel } from "../engine/served";
 import { CapabilityMismatch, InputTooLong, InvalidInput, TooManyVectors } from "../errors";
 import { colpaliQueryInput, colpaliQueryText } from "../tasks/colpali";
 import { checkHybridOutputs, hybridCodec, hybridKeyMark, type HybridOutput, type HybridResult } from "../tasks/hybrid";

@@ -2,7 +2,8 @@
 // weighs calibrated session instances against their memory.
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { buildConfig } from "../../src/config";
-import { chooseInstances, Registry } from "../../src/engine/registry";
+import { chooseInstances } from "../../src/engine/warm-up";
+import { Registry } from "../../src/engine/registry";
 import { primeRuntime } from "../../src/model/prime";
 import { ModelSession } from "../../src/model/session";
 import { TokenizerPool } from "../../src/tokenize/pool";

@@ -14,7 +14,7 @@ import { positionLimit } from "../../src/model/config-values";
 import { sparseLayout } from "../../src/model/sparse-layout";
 import { taskOf } from "../../src/model/model-task";
 import { readDenseLayers } from "../../src/model/dense";
-import { denseHead } from "../../src/engine/registry";
+import { denseHead } from "../../src/engine/families/embed";
 import { applyDense } from "../../src/tasks/embed";
 import { ModelLoadError } from "../../src/errors";
 import { fixture } from "../helpers";

@@ -5,7 +5,7 @@ import type { RunningServer } from "../../src/server/serve";
 import { fixture, maxAbsDiff, offlineHub, postJson, startTestServer } from "../helpers";
 import { buildConfig } from "../../src/config";
 import { startServer } from "../../src/server/serve";
-import { CPU_BATCH_TOKENS, tokenBudgetWithin } from "../../src/engine/registry";
+import { CPU_BATCH_TOKENS, tokenBudgetWithin } from "../../src/engine/memory-budget";
 
 describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () => {
   let s: RunningServer;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
-import { INLINE_TOKENIZE_CHARS } from "../../src/engine/registry";
+import { INLINE_TOKENIZE_CHARS } from "../../src/engine/load-model";
 import { Value } from "@sinclair/typebox/value";
 import { EmbeddingsResponse } from "../../src/server/schemas";
 import { getEncoding } from "js-tiktoken";

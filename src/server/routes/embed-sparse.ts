@@ -1,6 +1,6 @@
 // POST /embed_sparse (TEI shape): one list of {index, value} per input, indices ascending.
 
-import type { ServedModel } from "../../engine/registry";
+import type { ServedModel } from "../../engine/served";
 import { router, type ServerContext } from "../context";
 import { EmbedSparseRequest } from "../schemas";
 import { reportHeaders, runSparse } from "../jobs";

@@ -3,7 +3,7 @@
 // then tokenized by the model, as OpenAI clients mean them.
 
 import { InvalidInput } from "../../errors";
-import type { MediaTower, ServedModel } from "../../engine/registry";
+import type { MediaTower, ServedModel } from "../../engine/served";
 import { finishEmbedding, type PromptRequest } from "../../tasks/embed";
 import { encodeVector, bytesBase64, type VectorType } from "../../tasks/quantize";
 import { decodeOpenAiTokens } from "../../tokenize/openai-ids";

@@ -1,7 +1,7 @@
 // GET /health (readiness: 503 while starting, broken or stopping; 200 when every loaded model is ready, on-demand
 // models that are not loaded included), GET /live (liveness: the process serves HTTP) and GET /metrics.
 
-import { workersOf } from "../../engine/registry";
+import { workersOf } from "../../engine/served";
 import { router, type ServerContext } from "../context";
 
 export function healthRoutes(ctx: ServerContext) {

@@ -1,7 +1,8 @@
 // GET /models (OpenAI list, with each model's capabilities, limits and lifecycle state) and the admin routes
 // POST /models/{name}/load and /unload (behind the API key like every API route; hub names "org/name" included).
 
-import { capabilitiesOf, poolingOf, workersOf, type ModelEntry } from "../../engine/registry";
+import { capabilitiesOf, type ModelEntry } from "../../engine/registry";
+import { poolingOf, workersOf } from "../../engine/served";
 import { router, type ServerContext } from "../context";
 
 const started = Math.floor(Date.now() / 1000);

@@ -3,7 +3,8 @@
 // is an adapter over the jobs (jobs.ts). /rerank's TEI shape lives in rerank.ts (one path, both shapes).
 
 import { InvalidInput, ModelNotFound } from "../../errors";
-import { capabilitiesOf, UNNAMED_MODELS, type Capability, type ServedModel } from "../../engine/registry";
+import { capabilitiesOf, UNNAMED_MODELS, type Capability } from "../../engine/registry";
+import type { ServedModel } from "../../engine/served";
 import { promptFor } from "../../tasks/embed";
 import { router, type ServerContext } from "../context";
 import { reportHeaders, runClassify, runEmbed, runEmbedAll, type EmbedAllJob, type EmbedJob } from "../jobs";

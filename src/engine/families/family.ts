@@ -1,0 +1,75 @@
+// What a model family (or task kind) gives the load: engine/load-model.ts does what every model needs (tokenizer,
+// graph rewrites, session, token budget) and asks the family that serves the layout for the rest, at two points:
+// before the session exists (prepare: a worker head, a prompt around the text, a graph of its own) and after
+// (build: its engines and its own parts). Adding a family is a new file here and a line in index.ts.
+import type { ModelConfig } from "../../config";
+import type { Metrics } from "../../metrics";
+import type { MediaPool } from "../../media/pool";
+import type { ModelLayout } from "../../model/layout";
+import type { Removable } from "../../model/scratch";
+import type { ModelSession, SessionHead, WorkerOptions } from "../../model/session";
+import type { SplitTowers } from "../../model/split";
+import type { TaskReader } from "../../tasks/task";
+import type { Encoder } from "../../tokenize/encode";
+import type { Engine, EngineLimits } from "../engine";
+import type { ServedBase, ServedModel } from "../served";
+
+/** What a family settles before its model's session exists. */
+export interface FamilyPlan {
+  /** A graph the inference worker runs on the model's output (ColBERT's Dense projection, bge-m3's pickled heads). */
+  head?: SessionHead;
+  /** Tokens the text of an input is cut to, when less than the tokenizer's length (an LLM reranker's prompt takes the rest). */
+  textLength?: number;
+  /** The graph input, besides the text inputs, that the family feeds (pixel_values, input_features). */
+  mediaInput?: string;
+  /** A combined multimodal export split into one graph per tower: the text session reads its text graph. */
+  split?: SplitTowers | null;
+  /**
+   * The graph the session reads in place of `path` (the export, or its per-input quantization rewrite), or null to
+   * read `path`; removed when the model is released.
+   */
+  rewrite?(path: string): (Removable & { path: string }) | null;
+}
+
+/** What prepare may use: the model's settings and its tokenizer at the tokenize length. */
+export interface FamilySetup {
+  config: ModelConfig;
+  layout: ModelLayout;
+  /** The served name: the engines', logs' and tokenizer pool's key. */
+  key: string;
+  encoder: Encoder;
+}
+
+/** What build gets: the model's session and the parts every family shares. */
+export interface FamilyLoad<P extends FamilyPlan = FamilyPlan> extends FamilySetup {
+  plan: P;
+  session: ModelSession;
+  padId: number;
+  /** The served model's common fields; memoryBytes and sessionBytes are set by the family once it has measured. */
+  base: ServedBase;
+  limits: EngineLimits;
+  metrics: Metrics | null;
+  mediaPool: MediaPool | null;
+  mediaLimits: { maxImagePixels: number };
+  /** One runner per session instance (the session picks a free instance). */
+  each<X>(runner: X): X[];
+  /** An engine over the session reading one output with `reader`, batched as the layout pads text. */
+  engine<R>(reader: TaskReader<R>): Engine<R>;
+  /** Resident bytes the model took since its load began (at least its weights). */
+  sessionBytes(): number;
+  /** A further session of the model (a media tower's), released with the model or when the load fails. */
+  openSession(path: string, settings: { externalDataDir?: string }, label: string): Promise<ModelSession>;
+  /** How the main thread watches a session's worker, for a session labelled `label`. */
+  worker(label: string): WorkerOptions;
+}
+
+export interface Family<P extends FamilyPlan = FamilyPlan> {
+  /** For errors and logs. */
+  readonly name: string;
+  /** Whether this family serves the layout; index.ts tries the families in order and the first one serves it. */
+  serves(layout: ModelLayout): boolean;
+  /** Tokens a text is cut to when it is tokenized; default the layout's max length. */
+  tokenizeLength?(layout: ModelLayout): number;
+  prepare?(setup: FamilySetup): Promise<P>;
+  build(load: FamilyLoad<P>): Promise<ServedModel>;
+}
