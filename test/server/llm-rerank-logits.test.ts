@@ -13,7 +13,7 @@ import {
   estimateActivationBytesPerToken,
   fullLogitsBytesPerToken,
   fullLogitsTokenBudget,
-} from "../../src/engine/registry";
+} from "../../src/engine/memory-budget";
 import { configureLog } from "../../src/log";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, postJson, reference, startTestServer } from "../helpers";

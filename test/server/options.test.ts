@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { availableParallelism } from "node:os";
 import { calibrationTrusted } from "../../src/engine/batcher";
-import { CPU_BATCH_TOKENS } from "../../src/engine/registry";
+import { CPU_BATCH_TOKENS } from "../../src/engine/memory-budget";
 import { providerOrder } from "../../src/model/onnx";
 import { cosine, fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 import { INT8_ACROSS_CPUS, INT8_MIN_COSINE_TO_FP32, int8Session, meanPooledAlone } from "../int8";
