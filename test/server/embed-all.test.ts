@@ -38,6 +38,8 @@ beforeAll(async () => {
     "served-model-name": ["bge", "qwen", "gemma", "gemma-pooled", "classifier", "reranker", "colbert", "splade", "clip"],
     "max-inputs-per-request": "40",
     "max-vectors-per-request": String(MAX_VECTORS),
+    // Parity of 9 models: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts).
+    "model-warmup": "false",
   });
   url = server.url;
 });

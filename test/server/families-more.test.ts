@@ -14,6 +14,8 @@ beforeAll(async () => {
     "batch-size": "8",
     "max-inputs-per-request": "64",
     "result-cache": "memory",
+    // Parity only: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts).
+    "model-warmup": "false",
   });
   url = server.url;
 });

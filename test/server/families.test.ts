@@ -17,6 +17,8 @@ beforeAll(async () => {
     "model-id": [...QWEN.map(fixture), ...DENSE.map(fixture), ...RERANKERS.map(fixture), ...ENCODERS.map(fixture)],
     "batch-size": "8",
     "max-inputs-per-request": "64",
+    // Parity of 11 models: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts).
+    "model-warmup": "false",
   });
   url = server.url;
 });

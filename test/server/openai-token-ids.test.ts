@@ -17,6 +17,8 @@ beforeAll(async () => {
     "result-cache": "memory",
     "batch-size": "4",
     "media-workers": "1",
+    // Parity of 8 models: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts).
+    "model-warmup": "false",
   });
   url = server.url;
 });

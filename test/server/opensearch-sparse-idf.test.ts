@@ -21,6 +21,8 @@ beforeAll(async () => {
     "served-model-name": ["opensearch-sparse-idf", "opensearch-in-cluster"],
     "idf-missing-weight": ["0", "1"],
     "batch-size": "4",
+    // Exact weights only: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts).
+    "model-warmup": "false",
   });
   url = server.url;
 });
