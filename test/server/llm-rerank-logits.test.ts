@@ -103,6 +103,8 @@ describe("live: an export with full-vocabulary logits is rewritten at load to th
     "served-model-name": ["full", "keep", "long"],
     "max-batch-tokens": ["1000000", "1000000", "100"],
     "max-length": ["0", "0", "512"],
+    // load-time rewrites and parity: the warm-up's timed runs add nothing here
+    "model-warmup": "false",
   });
 
   test("no budget cut, no full-logits plan; /models and the load log say the lm_head reads the last position's no/yes columns", async () => {
@@ -144,6 +146,8 @@ describe("live: a graph that cannot be cut (int8) keeps every position's logits:
     dtype: "int8",
     "max-batch-tokens": ["1000000", "1000000", "100"],
     "memory-budget-mb": ["0", "512", "0"],
+    // the load-time plan and parity need no warm-up; "small" keeps it (its warm-up rows are cut to its budget)
+    "model-warmup": ["false", "false", "true"],
   });
   // What the original int8 graph scores each pair alone in onnxruntime on this machine (int8 kernels differ by
   // instruction set, test/int8.ts): the server is held to these at 1e-5; the stored int8_cases (another machine's
