@@ -141,71 +141,71 @@ describe("result cache: sparse and multi-vector entries in sqlite and redis", ()
 });
 
 describe("result cache: a hybrid (bge-m3) model", () => {
+  // One cached and one cache-less server for both tests; each test asks for texts the other does not.
+  const model = fixture("bge-m3-onnx");
+  let server: RunningServer;
+  let reference: RunningServer;
+  beforeAll(async () => {
+    [server, reference] = await Promise.all([startTestServer({ "model-id": model, "result-cache": "memory" }), startTestServer({ "model-id": model })]);
+  });
+  afterAll(async () => {
+    await Promise.all([server?.shutdown(), reference?.shutdown()]);
+  });
+
   test("its lexical weights on /embed_sparse are cached apart from its dense vectors", async () => {
-    const model = fixture("bge-m3-onnx");
-    const [server, reference] = await Promise.all([startTestServer({ "model-id": model, "result-cache": "memory" }), startTestServer({ "model-id": model })]);
-    try {
-      const body = { inputs: texts.slice(0, 3), top_k: 4 };
-      const first = await postJson(`${server.url}/embed_sparse`, body);
-      const again = await postJson(`${server.url}/embed_sparse`, body);
-      expect(again.headers.get("x-cache-hits")).toBe("3");
-      const want = (await postJson(`${reference.url}/embed_sparse`, body)).json;
-      expect(first.json).toEqual(want);
-      expect(again.json).toEqual(want);
-      // The same texts' dense vectors are other entries.
-      const dense = await postJson(`${server.url}/embeddings`, { input: texts.slice(0, 3) });
-      expect(dense.headers.get("x-cache-hits")).toBe("0");
-    } finally {
-      await Promise.all([server.shutdown(), reference.shutdown()]);
-    }
+    const body = { inputs: texts.slice(0, 3), top_k: 4 };
+    const first = await postJson(`${server.url}/embed_sparse`, body);
+    const again = await postJson(`${server.url}/embed_sparse`, body);
+    expect(again.headers.get("x-cache-hits")).toBe("3");
+    const want = (await postJson(`${reference.url}/embed_sparse`, body)).json;
+    expect(first.json).toEqual(want);
+    expect(again.json).toEqual(want);
+    // The same texts' dense vectors are other entries.
+    const dense = await postJson(`${server.url}/embeddings`, { input: texts.slice(0, 3) });
+    expect(dense.headers.get("x-cache-hits")).toBe("0");
   });
 
   test("each `output` of /embeddings is its own entry: no kind answers another's, all equal a cache-less server", async () => {
-    const model = fixture("bge-m3-onnx");
-    const [server, reference] = await Promise.all([startTestServer({ "model-id": model, "result-cache": "memory" }), startTestServer({ "model-id": model })]);
-    const input = texts.slice(0, 3);
+    // texts the test above did not cache
+    const input = texts.slice(3, 6);
     const call = async (url: string, body: Record<string, unknown>) => {
       const r = await postJson(`${url}/embeddings`, { input, ...body });
       expect(r.status).toBe(200);
       return r;
     };
-    try {
-      // Cold, one kind after another over the same texts: every kind misses (a collision would hit).
-      const kinds: Record<string, unknown>[] = [
-        { output: "sparse" },
-        { output: "multi_vector" },
-        { output: ["dense", "sparse"] },
-        { output: ["sparse", "multi_vector"] },
-        { output: ["dense", "sparse", "multi_vector"] },
-        {},
-      ];
-      for (const body of kinds) {
-        const cold = await call(server.url, body);
-        expect([JSON.stringify(body), cold.headers.get("x-cache-hits")]).toEqual([JSON.stringify(body), "0"]);
-        const want = await call(reference.url, body);
-        expect(cold.json.data).toEqual(want.json.data);
-        const hot = await call(server.url, body);
-        expect(hot.headers.get("x-cache-hits")).toBe("3");
-        expect(hot.json.data).toEqual(want.json.data);
-        expect(hot.json.usage).toEqual(want.json.usage);
-      }
-      // A list in another order is the same entry; pruning, dimensions and base64 apply after the cache.
-      for (const body of [
-        { output: ["multi_vector", "sparse", "dense"], encoding_format: "base64" },
-        { output: ["sparse", "dense"], dimensions: 8, top_k: 3 },
-        { output: "multi_vector", encoding_format: "base64" },
-      ]) {
-        const hot = await call(server.url, body);
-        expect(hot.headers.get("x-cache-hits")).toBe("3");
-        expect(hot.json.data).toEqual((await call(reference.url, body)).json.data);
-      }
-      // output "sparse" on /embeddings and /embed_sparse share entries (same arrays, same key).
-      const tei = await postJson(`${server.url}/embed_sparse`, { inputs: input });
-      expect(tei.headers.get("x-cache-hits")).toBe("3");
-      expect(tei.json).toEqual((await postJson(`${reference.url}/embed_sparse`, { inputs: input })).json);
-    } finally {
-      await Promise.all([server.shutdown(), reference.shutdown()]);
+    // Cold, one kind after another over the same texts: every kind misses (a collision would hit).
+    const kinds: Record<string, unknown>[] = [
+      { output: "sparse" },
+      { output: "multi_vector" },
+      { output: ["dense", "sparse"] },
+      { output: ["sparse", "multi_vector"] },
+      { output: ["dense", "sparse", "multi_vector"] },
+      {},
+    ];
+    for (const body of kinds) {
+      const cold = await call(server.url, body);
+      expect([JSON.stringify(body), cold.headers.get("x-cache-hits")]).toEqual([JSON.stringify(body), "0"]);
+      const want = await call(reference.url, body);
+      expect(cold.json.data).toEqual(want.json.data);
+      const hot = await call(server.url, body);
+      expect(hot.headers.get("x-cache-hits")).toBe("3");
+      expect(hot.json.data).toEqual(want.json.data);
+      expect(hot.json.usage).toEqual(want.json.usage);
     }
+    // A list in another order is the same entry; pruning, dimensions and base64 apply after the cache.
+    for (const body of [
+      { output: ["multi_vector", "sparse", "dense"], encoding_format: "base64" },
+      { output: ["sparse", "dense"], dimensions: 8, top_k: 3 },
+      { output: "multi_vector", encoding_format: "base64" },
+    ]) {
+      const hot = await call(server.url, body);
+      expect(hot.headers.get("x-cache-hits")).toBe("3");
+      expect(hot.json.data).toEqual((await call(reference.url, body)).json.data);
+    }
+    // output "sparse" on /embeddings and /embed_sparse share entries (same arrays, same key).
+    const tei = await postJson(`${server.url}/embed_sparse`, { inputs: input });
+    expect(tei.headers.get("x-cache-hits")).toBe("3");
+    expect(tei.json).toEqual((await postJson(`${reference.url}/embed_sparse`, { inputs: input })).json);
   });
 });
 
