@@ -44,11 +44,14 @@ beforeAll(async () => {
       "model-id": [fixture("bert-mean-norm"), fixture("bert-rerank"), fixture("bert-classify")],
       "served-model-name": ["bge", "reranker", "classifier"],
       "max-inputs-per-request": "8",
+      // the page, not the engine, is under test here: no warm-up's timed runs (they compete with Chromium's start)
+      "model-warmup": "false",
     }),
-    startTestServer({ "model-id": fixture("bert-classify"), "served-model-name": "classifier", "api-key": "s3cret" }),
+    startTestServer({ "model-id": fixture("bert-classify"), "served-model-name": "classifier", "api-key": "s3cret", "model-warmup": "false" }),
     startTestServer({
       "model-id": [fixture("bge-m3-onnx"), fixture("splade"), fixture("colbert-pylate"), fixture("colpali")],
       "served-model-name": ["bge-m3", "splade", "colbert", "colpali"],
+      "model-warmup": "false",
     }),
     chromiumPath ? launchChromium(chromiumPath) : Promise.resolve(undefined),
   ]);
