@@ -1,10 +1,10 @@
 // The internal requests every API shape parses into, one per job: embed, rerank, classify. The adapters in
 // routes/ (OpenAI, Cohere, TEI, HF Inference, Voyage) turn their JSON into these and format the results back;
-// model lookup, input checks, prompts, truncation, the result cache and the engine call happen here, once.
+// model lookup, the result cache and the engine call happen here, once; the inputs are prepared in tasks/inputs.ts.
 import { inputKey, SCORE_CODEC, VECTOR_CODEC, type Codec } from "../cache/cache";
 import type { Capability } from "../engine/registry";
 import type { ColPaliModel, ServedModel } from "../engine/served";
-import { CapabilityMismatch, InputTooLong, InvalidInput, TooManyVectors } from "../errors";
+import { CapabilityMismatch, InvalidInput, TooManyVectors } from "../errors";
 import { colpaliQueryInput, colpaliQueryText } from "../tasks/colpali";
 import { checkHybridOutputs, hybridCodec, hybridKeyMark, type HybridOutput, type HybridResult } from "../tasks/hybrid";
 import { mediaFiles } from "./media-inputs";
@@ -14,9 +14,12 @@ import { colbertInput, documentChunks, maxSim, MULTIVECTOR_CODEC, type InputType
 import { sparseDot, sparseKind, SPARSE_CODEC, type SparseVector } from "../tasks/sparse";
 import type { QuantizationRanges } from "../model/quantization-ranges";
 import { rankResults, type RerankItem } from "../tasks/rerank";
-import { fullLengthText, wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
+import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
 import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";
 import { checkCount, checkText, checkTexts } from "./validate";
+import { checkVectorCount, embedInputs as preparedInputs, paramOf, refuseTooLong, type InputChecks, type InputField } from "../tasks/inputs";
+
+export type { InputField };
 
 export type EmbedModel = Extract<ServedModel, { task: "embed" }>;
 export type HybridModel = Extract<ServedModel, { task: "hybrid" }>;
@@ -49,15 +52,6 @@ export interface JobReport {
   hits: number;
 }
 
-/** Where the inputs came from in the request, for error messages: `input`, `input[3]`. */
-export interface InputField {
-  name: string;
-  /** A single value rather than a list: errors name the field itself. */
-  single: boolean;
-}
-
-const paramOf = (f: InputField, i: number) => (f.single ? f.name : `${f.name}[${i}]`);
-
 type Headers = { headers: Record<string, string | number> };
 
 /**
@@ -73,20 +67,6 @@ export function reportHeaders(ctx: ServerContext, set: Headers, t0: number, out:
 /** The model for a job, held for the request (`signal`: the request's) until it is answered. */
 export function lookupModel(ctx: ServerContext, name: string | undefined, capability: Capability, signal: AbortSignal): Promise<ServedModel> {
   return ctx.registry.lookup(name, capability, undefined, signal);
-}
-
-/**
- * With truncate false, the first input that does not fit is a 413 naming it and its token count: exact, or "at
- * least" that many when the input was cut before it was tokenized to its end (Encoded.fullLengthAtLeast).
- */
-function refuseTooLong(model: ServedModel, encoded: readonly Encoded[], field: InputField): void {
-  const i = encoded.findIndex(wasTruncated);
-  if (i < 0) return;
-  const param = paramOf(field, i);
-  throw new InputTooLong(
-    `\`${param}\` has ${fullLengthText(encoded[i]!)} tokens; model "${model.name}" takes at most ${model.layout.maxLength} (allow truncation to have it cut)`,
-    param,
-  );
 }
 
 type Submit<R> = (inputs: Encoded[], signal: AbortSignal, indices: number[]) => Promise<{ results: R[]; queueMs: number; inferenceMs: number; tokens?: number[] }>;
@@ -180,27 +160,14 @@ export interface EmbedOutcome extends JobReport {
   vectors: Float32Array[];
 }
 
-/** Token-id inputs of the model's own vocabulary: checked, fed as given, cut to the model's length. */
-function idInputs(ids: number[][], model: ServedModel, field: InputField, ctx: ServerContext): (options: EncodeOptions) => Encoded[] {
-  if (ids.length === 0) throw new InvalidInput(`\`${field.name}\` must not be an empty list`, field.name);
-  checkCount(ids.length, field.name, ctx.config);
-  const vocab = model.encoder.vocabSize;
-  ids.forEach((seq, i) => {
-    const param = paramOf(field, i);
-    if (!Array.isArray(seq) || seq.length === 0) throw new InvalidInput(`\`${param}\` is an empty token list`, field.name);
-    for (const id of seq) {
-      if (!Number.isInteger(id) || id < 0 || id >= vocab) {
-        throw new InvalidInput(`\`${param}\` has token id ${id}, outside the model's vocabulary (0..${vocab - 1})`, field.name);
-      }
-    }
-  });
-  const max = model.layout.maxLength;
-  return (options) =>
-    ids.map((seq) => {
-      if (seq.length <= max) return { ids: Int32Array.from(seq), typeIds: null };
-      const kept = options.direction === "left" ? seq.slice(seq.length - max) : seq.slice(0, max);
-      return { ids: Int32Array.from(kept), typeIds: null, fullLength: seq.length };
-    });
+/** The server's limits as input checks. */
+function checksOf(ctx: ServerContext): InputChecks {
+  return { texts: (value, field) => checkTexts(value, field, ctx.config), count: (n, field) => checkCount(n, field, ctx.config) };
+}
+
+/** Texts or token ids of an embedding request, checked against the server's limits (tasks/inputs.ts). */
+function embedInputs(ctx: ServerContext, model: TextEmbedModel, inputs: EmbedJob["inputs"], field: InputField, request: PromptRequest, keySuffix = "") {
+  return preparedInputs(checksOf(ctx), model, inputs, field, request, keySuffix);
 }
 
 /** Models that embed text: dense embedders, sparse and multi-vector encoders. */
@@ -212,42 +179,6 @@ export function hybridDense(model: HybridModel) {
     const out = await model.engine.submit(inputs.map((e) => ({ ...e, sparse: false, multiVector: false })), signal);
     return { ...out, results: out.results.map((r) => r.dense) };
   };
-}
-
-/**
- * Texts or token ids of an embedding request, checked: their result-cache keys and how to tokenize any of them,
- * texts with the model's prompt. `keySuffix` marks what else changes the output: left truncation, an output kind
- * other than the model's dense vector (`:sparse`, `:multivector-query`, ...).
- */
-function embedInputs(ctx: ServerContext, model: TextEmbedModel, inputs: EmbedJob["inputs"], field: InputField, request: PromptRequest, keySuffix = "") {
-  let keys: string[];
-  let encode: (indices: number[], options: EncodeOptions) => Promise<Encoded[]>;
-  if ("ids" in inputs) {
-    // Ids are fed as given: nothing can be put in front of them. A prompt_name / input_type / task that selects a
-    // prompt is refused; one that selects none (ColBERT query/document encoding, a sparse model's document route, a
-    // task adapter without an instruction) applies. Without any, no default prompt is added (as TEI).
-    const given = request.promptName !== undefined ? "prompt_name" : request.inputType !== undefined ? "input_type" : request.task !== undefined ? "task" : null;
-    const { prompt, task, taskId } = inputPrompt(model.layout, request);
-    if (given && prompt !== "") {
-      throw new InvalidInput(`${given} selects the prompt ${JSON.stringify(prompt)}, which cannot be put in front of token-id input: send text`, given);
-    }
-    const cut = idInputs(inputs.ids, model, field, ctx);
-    // A task adapter (Jina v3) is part of the key, as for text.
-    const kind = task === undefined ? "ids" : `ids@${task}`;
-    keys = inputs.ids.map((seq) => inputKey(model.cacheScope, kind + keySuffix, new Uint8Array(Int32Array.from(seq).buffer)));
-    encode = async (indices, options) => {
-      const all = cut(options);
-      return indices.map((i) => (taskId === undefined ? all[i]! : { ...all[i]!, taskId }));
-    };
-  } else {
-    const texts = checkTexts(inputs.texts, field.name, ctx.config);
-    const { prompt, task, taskId } = inputPrompt(model.layout, request);
-    // A task adapter changes the vector even where its instruction is empty: it is part of the key.
-    const kind = task === undefined ? "text" : `text@${task}`;
-    keys = texts.map((t) => inputKey(model.cacheScope, kind + keySuffix, prompt, t));
-    encode = (indices, options) => model.encode(indices.map((i) => prompt + texts[i]!), undefined, taskId === undefined ? options : { ...options, taskId });
-  }
-  return { keys, encode };
 }
 
 /**
@@ -655,13 +586,6 @@ function dot(a: Float32Array, b: Float32Array): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
   return s;
-}
-
-/** A 413 before anything runs when an answer would hold more token vectors than --max-vectors-per-request. */
-export function checkVectorCount(vectors: number, maxVectors: number, param: string): void {
-  if (vectors > maxVectors) {
-    throw new TooManyVectors(`this request would return ${vectors} token vectors; at most ${maxVectors} are returned per request (--max-vectors-per-request): send fewer or shorter inputs`, param);
-  }
 }
 
 /**
