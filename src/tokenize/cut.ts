@@ -8,7 +8,7 @@
 //   a bounded string, so the text before the cut normalises as it does in the whole text but near the cut;
 // - added tokens are matched leftmost-longest in the raw text, so matches that start more than the longest added
 //   token before the cut are the whole text's.
-// The Encoder keeps a prefix only where the kept tokens end in a word before the prefix's last word, and at least
+// The Encoder keeps a part only where the kept tokens (and the rest of the word they end in) end at least
 // `margin` characters (the longest vocabulary entry or added token) before the cut; else it grows the prefix and tries
 // again, ending at the whole text. Which whitespace characters make cuts is asked of the tokenizer's own normaliser
 // and pre-tokenizer; a tokenizer whose pre-tokenizer does not split at a space, or whose normaliser is of another

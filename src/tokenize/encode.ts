@@ -101,7 +101,8 @@ export function longestFirst(n1: number, n2: number, budget: number): [number, n
 /**
  * Texts at most this long are encoded whole: below it cutting saves little. Above it, the first cut is looked for
  * CHARS_PER_TOKEN characters per needed token in (at least WHOLE_CHARS), then GROWTH times further each time the
- * prefix was not enough, while that stays within half the text (past it, the whole text costs little more).
+ * part was not enough, while that stays within half the text (past it, the whole text costs little more; the parts
+ * tried before it cost at most a third of the whole, and only where a part too short had spaces).
  */
 const WHOLE_CHARS = 16384;
 const CHARS_PER_TOKEN = 8;
@@ -190,20 +191,21 @@ export class Encoder {
 
   /**
    * A long text's first (right) or last (left) tokens from the part before or after a cut, where the kept tokens and
-   * the rest of the word they end in lie in words before the part's last (after its first) word, at least the
-   * policy's margin from the cut; else from a part GROWTH times longer, and in the end the whole text.
+   * the rest of the word they end in lie at least the policy's margin from the cut; else from a part GROWTH times
+   * longer, and in the end the whole text.
    */
   private async partContent(text: string, need: number, words: boolean, direction: TruncationDirection, cuts: CutPolicy): Promise<Content> {
-    for (let from = Math.max(WHOLE_CHARS, need * CHARS_PER_TOKEN); from <= text.length / 2; from *= GROWTH) {
+    const first = Math.max(WHOLE_CHARS, need * CHARS_PER_TOKEN);
+    for (let from = first; from < text.length && (from === first || from <= text.length / 2); from *= GROWTH) {
       if (direction === "right") {
         const at = cutAtOrAfter(text, from, cuts);
-        if (at < 0 || at > text.length / 2) break;
+        if (at < 0) break;
         const encoding = await this.tokenizer.encode(text.slice(0, at), null, CONTENT_ONLY);
         if (prefixHolds(encoding, need, codePointsBefore(text, at) - cuts.margin)) return content(encoding, words, true);
         from = Math.max(from, at);
       } else {
         const at = cutAtOrBefore(text, text.length - from, cuts);
-        if (at < text.length / 2) break;
+        if (at <= 0) break;
         const encoding = await this.tokenizer.encode(text.slice(at), null, CONTENT_ONLY);
         if (suffixHolds(encoding, need, cuts.margin)) return content(encoding, words, true);
         from = Math.max(from, text.length - at);
@@ -333,8 +335,8 @@ function content(encoding: Encoding, words: boolean, cut: boolean): Content {
 const sameWord = (words: WordIds, i: number, j: number): boolean => words[i] != null && words[i] === words[j];
 
 /**
- * A prefix holds a text's first `need` tokens when it has them, the word the need-th ends in ends before the prefix's
- * last word, and that word ends at or before code point `limit` (the margin before the cut).
+ * A prefix holds a text's first `need` tokens when it has more, and the word the need-th ends in ends at or before
+ * code point `limit` (the margin before the cut; the prefix's last word ends at the cut, so it is never that one).
  */
 function prefixHolds(encoding: Encoding, need: number, limit: number): boolean {
   const n = encoding.getLength();
@@ -342,18 +344,16 @@ function prefixHolds(encoding: Encoding, need: number, limit: number): boolean {
   const words = encoding.getWordIds();
   let k = need - 1;
   while (k + 1 < n && sameWord(words, k, k + 1)) k++;
-  if (k + 1 >= n || sameWord(words, k, n - 1)) return false;
   return encoding.getOffsets()[k]![1]! <= limit;
 }
 
-/** The mirror of prefixHolds for a suffix: its last `need` tokens start at or after code point `margin`. */
+/** The mirror of prefixHolds for a suffix: its last `need` tokens' first word starts at or after code point `margin`. */
 function suffixHolds(encoding: Encoding, need: number, margin: number): boolean {
   const n = encoding.getLength();
   if (n <= need) return false;
   const words = encoding.getWordIds();
   let k = n - need;
   while (k > 0 && sameWord(words, k, k - 1)) k--;
-  if (k === 0 || sameWord(words, k, 0)) return false;
   return encoding.getOffsets()[k]![0]! >= margin;
 }
 

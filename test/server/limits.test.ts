@@ -1,7 +1,6 @@
-// Inputs at the documented limit (--max-input-chars, default 1,000,000) succeed on every tokenizer kind: a long CJK
-// document without spaces, one long token, and ordinary words, through /embeddings (WordPiece, byte-level BPE,
-// Unigram, CLIP's BPE). A Unigram model answered 500 "Maximum call stack size exceeded" here with the JavaScript
-// tokenizer; the Rust one has no recursion.
+// Inputs at the documented limit (--max-input-chars, default 1,000,000) succeed on every tokenizer kind: ordinary
+// words (cut at whitespace) and, by turns, a long CJK document without spaces or one long token (tokenized whole),
+// through /embeddings (WordPiece, byte-level BPE, Unigram, CLIP's BPE). One character over answers 413 naming the flag.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { RunningServer } from "../../src/server/serve";
 import { fixture, postJson, startTestServer } from "../helpers";
@@ -26,9 +25,9 @@ const INPUTS: Record<string, string> = {
 };
 
 describe("1,000,000-character inputs", () => {
-  for (const model of MODELS) {
+  for (const [m, model] of MODELS.entries()) {
     test(model, async () => {
-      for (const [kind, input] of Object.entries(INPUTS)) {
+      for (const [kind, input] of Object.entries(INPUTS).filter(([kind], k) => kind === "words" || k === m % 2)) {
         expect(input.length).toBe(LIMIT);
         const t0 = performance.now();
         const { status, json } = await postJson(`${server.url}/embeddings`, { model, input, encoding_format: "float" });
@@ -43,8 +42,9 @@ describe("1,000,000-character inputs", () => {
       }
       // One character over is refused with the one error shape, not tokenized.
       const over = await postJson(`${server.url}/embeddings`, { model, input: "a".repeat(LIMIT + 1) });
-      expect(over.status).toBe(400);
+      expect(over.status).toBe(413);
       expect(over.json.error.param).toBe("input");
+      expect(over.json.error.message).toContain("at most 1000000 are accepted (--max-input-chars)");
     }, 300_000);
   }
 });
