@@ -12,7 +12,8 @@ let url: string;
 
 beforeAll(async () => {
   ref = await reference("opensearch-sparse");
-  server = await startTestServer({ "model-id": [fixture("opensearch-sparse"), fixture("splade")], "batch-size": "4" });
+  // parity only: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts)
+  server = await startTestServer({ "model-id": [fixture("opensearch-sparse"), fixture("splade")], "batch-size": "4", "model-warmup": "false" });
   url = server.url;
 });
 afterAll(async () => {

@@ -8,7 +8,8 @@ let server: RunningServer;
 let url: string;
 
 beforeAll(async () => {
-  server = await startTestServer({ "model-id": [fixture("xlmr-max"), fixture("splade"), fixture("colbert-pylate"), fixture("colbert-stanford"), fixture("bert-classify")], "batch-size": "4" });
+  // parity only: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts)
+  server = await startTestServer({ "model-id": [fixture("xlmr-max"), fixture("splade"), fixture("colbert-pylate"), fixture("colbert-stanford"), fixture("bert-classify")], "batch-size": "4", "model-warmup": "false" });
   url = server.url;
 });
 afterAll(async () => {

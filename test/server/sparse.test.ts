@@ -15,6 +15,8 @@ beforeAll(async () => {
     "model-id": [fixture("splade"), fixture("splade-mlm"), fixture("bert-mean-norm")],
     "pooling-method": ["auto", "splade", "auto"],
     "batch-size": "4",
+    // parity only: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts)
+    "model-warmup": "false",
   });
   url = server.url;
 });
