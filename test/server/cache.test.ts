@@ -164,7 +164,8 @@ describe("result cache (sqlite)", () => {
     const dir = mkdtempSync(join(tmpdir(), "infinity-cache-"));
     const path = join(dir, "results.db");
     try {
-      const flags = { "model-id": fixture("bert-mean-norm"), "result-cache": `sqlite:${path}` };
+      // three starts of the same model: no warm-up's timed runs (the cache is under test)
+      const flags = { "model-id": fixture("bert-mean-norm"), "result-cache": `sqlite:${path}`, "model-warmup": "false" };
       let s = await startTestServer(flags);
       const first = await postJson(`${s.url}/embeddings`, { input: inputs });
       expect(first.headers.get("x-cache-hits")).toBe("0");
@@ -193,7 +194,7 @@ describe("result cache (sqlite)", () => {
   });
 
   test("an sqlite path that cannot be opened serves without a cache", async () => {
-    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "result-cache": "sqlite:/nonexistent-dir/sub/results.db" });
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "result-cache": "sqlite:/nonexistent-dir/sub/results.db", "model-warmup": "false" });
     try {
       const r = await postJson(`${s.url}/embeddings`, { input: inputs.slice(0, 2) });
       expect(r.status).toBe(200);
@@ -234,7 +235,7 @@ describe("result cache (redis)", () => {
 
   test("Redis down never fails a request: computed, logged and counted", async () => {
     const dead = `redis://127.0.0.1:${freePort()}`;
-    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "result-cache": dead });
+    const s = await startTestServer({ "model-id": fixture("bert-mean-norm"), "result-cache": dead, "model-warmup": "false" });
     try {
       const r = await postJson(`${s.url}/embeddings`, { input: inputs.slice(0, 3) });
       expect(r.status).toBe(200);
