@@ -10,7 +10,7 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { REPO_ROOT } from "./model";
-import { startSystem, stop } from "./run";
+import { startSystem, stop } from "./system";
 import { rssMb } from "./stats";
 import { letters } from "./workload";
 

@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { ensureBenchModel, REPO_ROOT } from "./model";
-import { startSystem, stop } from "./run";
+import { startSystem, stop } from "./system";
 import { peakRssMb, residentSplitMb, rssMb } from "./stats";
 
 export const MEMORY_TARGET_MB = 300;

@@ -33,6 +33,7 @@ import { OtherLoad as ServerOtherLoad } from "../src/engine/cpu-load";
 import { medianInterval, percentiles, peakRssMb, rssMb } from "./stats";
 import { measureResponsiveness, responsivenessMarkdown, twoModelArgs, type ResponsivenessResult } from "./responsiveness";
 import { measureMemory, memoryMarkdown, type MemoryResult } from "./memory";
+import { startSystem, stop, type Running, type SystemName } from "./system";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
 
 // ---------------------------------------------------------------- options
@@ -62,8 +63,6 @@ interface Options {
   compareRoot: string | null;
   compareArgs: string[];
 }
-
-type SystemName = "naive" | "server";
 
 function parseOptions(argv: string[]): Options {
   const o: Options = {
@@ -190,10 +189,6 @@ async function waitQuiet(maxSeconds: number): Promise<number> {
 
 // ---------------------------------------------------------------- processes
 
-async function readAll(stream: ReadableStream<Uint8Array> | null | undefined): Promise<string> {
-  return stream ? await new Response(stream).text() : "";
-}
-
 /** The limit child: prints its result line, then stays up to answer raw single-input latency questions. */
 class LimitChild {
   private readonly proc: Subprocess<"pipe", "pipe", "inherit">;
@@ -247,59 +242,6 @@ class LimitChild {
     this.proc.stdin.end();
     await this.proc.exited;
   }
-}
-
-interface Running {
-  proc: Subprocess;
-  url: string;
-  stderr: string[];
-}
-
-function spawnLogged(cmd: string[]): Running {
-  const stderr: string[] = [];
-  const proc = Bun.spawn(cmd, { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env } });
-  for (const s of [proc.stdout, proc.stderr]) {
-    void (async () => {
-      const dec = new TextDecoder();
-      const reader = (s as ReadableStream<Uint8Array>).getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        stderr.push(dec.decode(value));
-        if (stderr.length > 200) stderr.shift();
-      }
-    })();
-  }
-  return { proc, url: "", stderr };
-}
-
-async function waitReady(r: Running, timeoutS: number): Promise<void> {
-  const until = performance.now() + timeoutS * 1000;
-  while (performance.now() < until) {
-    if (r.proc.exitCode !== null) throw new Error(`process exited with ${r.proc.exitCode}:\n${r.stderr.join("")}`);
-    try {
-      const res = await fetch(`${r.url}/health`);
-      if (res.ok && ((await res.json()) as { status?: string }).status === "ready") return;
-    } catch { /* not listening yet */ }
-    await Bun.sleep(250);
-  }
-  throw new Error(`not ready after ${timeoutS} s:\n${r.stderr.join("")}`);
-}
-
-export async function stop(r: Running): Promise<void> {
-  r.proc.kill("SIGTERM");
-  const done = await Promise.race([r.proc.exited.then(() => true), Bun.sleep(15000).then(() => false)]);
-  if (!done) {
-    r.proc.kill("SIGKILL");
-    await r.proc.exited;
-  }
-}
-
-async function freePort(): Promise<number> {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = s.port!;
-  s.stop(true);
-  return port;
 }
 
 // ---------------------------------------------------------------- load generator
@@ -485,21 +427,6 @@ const SYSTEM_LABEL: Record<SystemName | "limit", string> = {
   naive: "naive (Bun.serve + transformers.js)",
   server: "infinity (this server)",
 };
-
-export async function startSystem(name: SystemName, modelDir: string, threads: number, serverArgs: string[], serverRoot = REPO_ROOT): Promise<Running> {
-  const port = await freePort();
-  const cmd =
-    name === "naive"
-      ? [process.execPath, join(REPO_ROOT, "bench", "naive-server.ts"), modelDir, String(port), String(threads)]
-      : [process.execPath, join(serverRoot, "src", "cli.ts"), "v2", "--model-id", modelDir, "--host", "127.0.0.1", "--port", String(port),
-         // A --num-threads among the server's flags (e.g. --instances 2 --num-threads 1) replaces the benchmark's.
-         ...(serverArgs.some((a) => a === "--num-threads" || a.startsWith("--num-threads=")) ? [] : ["--num-threads", String(threads)]),
-         "--log-level", "warn", ...serverArgs];
-  const r = spawnLogged(cmd);
-  r.url = `http://127.0.0.1:${port}`;
-  await waitReady(r, 300);
-  return r;
-}
 
 async function embedOne(url: string, text: string): Promise<Float32Array> {
   const res = await fetch(`${url}/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL_FIELD, input: [text], encoding_format: "base64" }) });
