@@ -33,9 +33,9 @@ async function parseJsonBody(request: Request, limit: number): Promise<unknown> 
     throw new BadBody(`Content-Type must be application/json, got "${contentType}"`, true);
   }
   const declared = Number(request.headers.get("content-length") ?? 0);
-  if (declared > limit) throw new PayloadTooLarge(`request body of ${declared} bytes is over the ${limit}-byte limit`);
+  if (declared > limit) throw new PayloadTooLarge(`request body of ${declared} bytes is over the ${limit}-byte limit (--max-request-bytes)`);
   const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > limit) throw new PayloadTooLarge(`request body of ${bytes.byteLength} bytes is over the ${limit}-byte limit`);
+  if (bytes.byteLength > limit) throw new PayloadTooLarge(`request body of ${bytes.byteLength} bytes is over the ${limit}-byte limit (--max-request-bytes)`);
   if (bytes.byteLength === 0) throw new BadBody("request body is empty; send a JSON object");
   let text: string;
   try {

@@ -76,6 +76,7 @@ describe("two models in one process, auth, CORS, limits, metrics, OpenAPI", () =
     const r = await postJson(`${s.url}/api/embeddings`, { model: "embedder", input: "x".repeat(3000) }, auth);
     expect(r.status).toBe(413);
     expect(r.json.error.code).toBe("payload_too_large");
+    expect(r.json.error.message).toContain("2000-byte limit (--max-request-bytes)");
   });
 
   test("metrics change after requests", async () => {
