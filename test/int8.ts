@@ -9,8 +9,8 @@ import { sessionOptions } from "../src/model/onnx";
 import { fixture, l2 } from "./helpers";
 
 /**
- * How far int8 outputs of the same file may move between CPU types. Measured: a 2-core AMD EPYC with AVX-512 VNNI
- * against references written on another x86-64 machine, max 0.0022 per component of bert-mean-norm's unit-length
+ * How far int8 outputs of the same file may move between CPU types. Reported (issue 33): a 2-core AMD EPYC with
+ * AVX-512 VNNI against references written on another x86-64 machine, max 0.0022 per component of bert-mean-norm's unit-length
  * int8 embeddings and 0.024 on qwen3-rerank's int8 logits (yes - no); the bounds are about twice that. Both stay
  * below what int8 itself moves the same outputs from fp32 in the stored references (0.0099 per component, 0.084 per
  * logit), so an fp32 graph served for --dtype int8 still fails them. Same-machine comparisons never use these.
