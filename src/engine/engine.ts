@@ -3,13 +3,13 @@
 // padded more); building its tensors takes microseconds against a run's milliseconds. With several runners (session
 // instances of one model, each in its own inference worker), each free one takes the next batch.
 import type { Encoded } from "../tokenize/encode";
-import type { BatchTensors, ModelSession } from "../model/session";
-import type { TaskReader } from "../tasks/task";
+import type { BatchTensors } from "../model/session";
 import type { Metrics } from "../metrics";
 import { InferenceFailed, InfinityError, Unavailable } from "../errors";
 import { log } from "../log";
 import { DEFAULT_RUN_OVERHEAD_TOKENS, selectBatch, windowFor } from "./batcher";
-import type { BatchInput } from "./inputs";
+import { tokenBatches, type BatchInput } from "../tasks/batch-input";
+import type { Runner } from "../tasks/runner";
 import { InputQueue, Job, type Item } from "./queue";
 
 export interface EngineLimits {
@@ -18,11 +18,6 @@ export interface EngineLimits {
   maxQueueSize: number;
   /** What one run costs beyond its tokens, in tokens (DEFAULT_RUN_OVERHEAD_TOKENS when not given). */
   runOverheadTokens?: number;
-}
-
-/** The runner side of an engine: a session (or a fake in tests) and how to read its outputs. */
-export interface Runner<R, T = BatchTensors> {
-  run(t: T): Promise<R[]>;
 }
 
 export interface EngineResult<R> {
@@ -39,69 +34,6 @@ interface Batch<R, I, T> {
   tokens: number;
   /** Rows x padded length: the share of the token budget the batch takes. */
   padded: number;
-}
-
-export type PaddingSide = "left" | "right";
-
-/** Pads a batch into flat tensors; decoder models (tokenizer_config padding_side "left") pad on the left. */
-export function buildTensors(encs: readonly Encoded[], padId: number, side: PaddingSide = "right", fixedLength: number | null = null): BatchTensors {
-  const batch = encs.length;
-  // A fixed-length text tower (SigLIP) is always fed its full length.
-  let seqLen = fixedLength ?? 1;
-  for (const e of encs) if (e.ids.length > seqLen) seqLen = e.ids.length;
-  const inputIds = new Int32Array(batch * seqLen);
-  const attentionMask = new Int32Array(batch * seqLen);
-  const needTypes = encs.some((e) => e.typeIds);
-  const tokenTypeIds = needTypes ? new Int32Array(batch * seqLen) : null;
-  if (padId !== 0) inputIds.fill(padId);
-  const taskId = encs[0]?.taskId;
-  for (let b = 0; b < batch; b++) {
-    const e = encs[b]!;
-    const o = b * seqLen + (side === "left" ? seqLen - e.ids.length : 0);
-    inputIds.set(e.ids, o);
-    attentionMask.fill(1, o, o + e.ids.length);
-    if (tokenTypeIds && e.typeIds) tokenTypeIds.set(e.typeIds, o);
-  }
-  return taskId === undefined ? { batch, seqLen, inputIds, attentionMask, tokenTypeIds } : { batch, seqLen, inputIds, attentionMask, tokenTypeIds, taskId };
-}
-
-/** Text batches: token ids padded with the model's pad id, on the model's padding side. */
-export function tokenBatches(padId: number, side: PaddingSide = "right", fixedLength: number | null = null): BatchInput<Encoded, BatchTensors> {
-  return {
-    lengthOf: (e) => fixedLength ?? e.ids.length,
-    groupOf: (e) => e.taskId ?? -1,
-    assemble(encs) {
-      const tensors = buildTensors(encs, padId, side, fixedLength);
-      return { tensors, padded: tensors.batch * tensors.seqLen };
-    },
-  };
-}
-
-/** Each row's real tokens, found from the attention mask: where they start and how many (either padding side). */
-export function rowExtents(t: BatchTensors): { lengths: Int32Array; starts: Int32Array } {
-  const lengths = new Int32Array(t.batch);
-  const starts = new Int32Array(t.batch);
-  for (let b = 0; b < t.batch; b++) {
-    const o = b * t.seqLen;
-    let s = 0;
-    while (s < t.seqLen && t.attentionMask[o + s] !== 1) s++;
-    let n = 0;
-    while (s + n < t.seqLen && t.attentionMask[o + s + n] === 1) n++;
-    starts[b] = s;
-    lengths[b] = n;
-  }
-  return { lengths, starts };
-}
-
-export function sessionRunner<R>(session: ModelSession, reader: TaskReader<R>): Runner<R> {
-  const output = reader.outputName(session.outputNames);
-  return {
-    async run(t) {
-      const out = await session.run(t, output);
-      const { lengths, starts } = rowExtents(t);
-      return reader.read(out, lengths, starts);
-    },
-  };
 }
 
 /** I: what the queue holds (tokenized text by default); T: the tensors a batch becomes for the runner. */

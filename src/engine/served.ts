@@ -17,7 +17,7 @@ import type { ColPaliTokens, TiledImageBatch, TiledImageInput } from "../tasks/c
 import type { HybridBatch, HybridInput, HybridResult } from "../tasks/hybrid";
 import type { EncodeOptions, Encoded, Encoder } from "../tokenize/encode";
 import type { Engine, EngineState } from "./engine";
-import type { FeatureBatch } from "./inputs";
+import type { FeatureBatch } from "../tasks/batch-input";
 
 /** What every served model has, whatever its family. */
 export interface ServedBase {

@@ -3,8 +3,8 @@
 // inputs), the tower not asked for gets a one-row dummy input and only the wanted output is read.
 import { textFeeds, type BatchTensors, type Feed, type ModelSession } from "../model/session";
 import type { TaskReader } from "../tasks/task";
-import type { Runner } from "./engine";
-import type { FeatureBatch } from "./inputs";
+import type { FeatureBatch } from "../tasks/batch-input";
+import type { Runner } from "../tasks/runner";
 
 export function mediaRunner(session: ModelSession, reader: TaskReader<Float32Array>, inputName: string, dummies: Record<string, Feed> = {}): Runner<Float32Array, FeatureBatch> {
   const output = reader.outputName(session.outputNames);

@@ -6,8 +6,8 @@
 import type { ColPaliLayout } from "../model/colpali-layout";
 import type { Feed, ModelSession } from "../model/session";
 import { textFeeds } from "../model/session";
-import type { Runner } from "../engine/engine";
-import { featureBatches, type BatchInput, type FeatureBatch } from "../engine/inputs";
+import { featureBatches, type BatchInput, type FeatureBatch } from "./batch-input";
+import type { Runner } from "./runner";
 import { fullLengthText, type Encoded } from "../tokenize/encode";
 import { InputTooLong, InvalidInput, ModelLoadError } from "../errors";
 import { MULTIVECTOR_OUTPUTS, readMultiVector, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "./multivector";

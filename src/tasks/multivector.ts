@@ -2,12 +2,12 @@
 // expansion with the mask token, per-kind truncation), reading outputs (projection, per-token L2, skiplist), MaxSim.
 import type { MultiVectorLayout } from "../model/multivector-layout";
 import type { BatchTensors, ModelSession, SessionHead } from "../model/session";
-import type { Runner } from "../engine/engine";
+import type { Runner } from "./runner";
 import type { DenseLayer } from "../model/dense";
 import { l2normalize } from "./embed";
 import { denseGraph } from "../model/dense-graph";
 import type { Encoded } from "../tokenize/encode";
-import type { BatchInput } from "../engine/inputs";
+import type { BatchInput } from "./batch-input";
 import { InvalidInput, ModelLoadError } from "../errors";
 import type { Codec } from "../cache/cache";
 

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { buildTensors, Engine, rowExtents, type Runner } from "../../src/engine/engine";
+import { Engine } from "../../src/engine/engine";
+import { buildTensors, rowExtents } from "../../src/model/tensors";
+import type { Runner } from "../../src/tasks/runner";
 import { Cancelled, InferenceFailed, Overloaded, Unavailable } from "../../src/errors";
 import type { BatchTensors } from "../../src/model/session";
 import type { Encoded } from "../../src/tokenize/encode";

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { Engine, type Runner } from "../../src/engine/engine";
-import { featureBatches, type FeatureBatch } from "../../src/engine/inputs";
+import { Engine } from "../../src/engine/engine";
+import { featureBatches, type FeatureBatch } from "../../src/tasks/batch-input";
+import type { Runner } from "../../src/tasks/runner";
 
 describe("featureBatches", () => {
   test("stacks fixed-shape tensors; each costs one unit of the budget", () => {

@@ -14,7 +14,7 @@ import {
 import { IMAGE_INPUT } from "../../tasks/image";
 import { multiVectorBatches, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "../../tasks/multivector";
 import { Engine } from "../engine";
-import type { FeatureBatch } from "../inputs";
+import type { FeatureBatch } from "../../tasks/batch-input";
 import type { ColPaliModel } from "../served";
 import type { Family } from "./family";
 

@@ -7,7 +7,9 @@ import { KEEP_LOGITS_INPUTS, lastPositionGraph, type LastPositionGraph } from ".
 import type { RerankTemplate } from "../../model/rerank-template";
 import { llmRerankText, rerankReader, yesNoReader } from "../../tasks/rerank";
 import type { Encoder, Encoded } from "../../tokenize/encode";
-import { Engine, sessionRunner, tokenBatches } from "../engine";
+import { tokenBatches } from "../../tasks/batch-input";
+import { sessionRunner } from "../../tasks/runner";
+import { Engine } from "../engine";
 import { FULL_LOGITS_MAX_BYTES, fullLogitsBytesPerToken, fullLogitsTokenBudget, tokenBudgetWithin } from "../memory-budget";
 import type { Family, FamilyPlan } from "./family";
 

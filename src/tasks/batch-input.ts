@@ -1,6 +1,9 @@
 // What an engine's queue holds and how a batch of it becomes tensors. Text engines queue tokenized inputs and pad
-// them (engine.ts tokenBatches); media towers queue preprocessed tensors of one fixed shape and stack them.
+// them (tokenBatches); media towers queue preprocessed tensors of one fixed shape and stack them.
 // The queue, batcher, prepare-ahead and cancellation logic of Engine is the same for both.
+import type { Encoded } from "../tokenize/encode";
+import type { BatchTensors } from "../model/session";
+import { buildTensors, type PaddingSide } from "../model/tensors";
 
 export interface BatchInput<I, T> {
   /** An input's cost in the batch token budget: its tokens for text, 1 for a fixed-shape media tensor. */
@@ -29,6 +32,18 @@ export function featureBatches(shape: readonly number[]): BatchInput<Float32Arra
         data.set(x, i * size);
       });
       return { tensors: { data, dims: [inputs.length, ...shape] }, padded: inputs.length };
+    },
+  };
+}
+
+/** Text batches: token ids padded with the model's pad id, on the model's padding side. */
+export function tokenBatches(padId: number, side: PaddingSide = "right", fixedLength: number | null = null): BatchInput<Encoded, BatchTensors> {
+  return {
+    lengthOf: (e) => fixedLength ?? e.ids.length,
+    groupOf: (e) => e.taskId ?? -1,
+    assemble(encs) {
+      const tensors = buildTensors(encs, padId, side, fixedLength);
+      return { tensors, padded: tensors.batch * tensors.seqLen };
     },
   };
 }
