@@ -148,7 +148,7 @@ export function tokenBudgetBatches(sorted: readonly WorkloadText[], budget: numb
   return Array.from({ length: count }, (_, j) => all[Math.min(all.length - 1, Math.floor(((j + 0.5) * all.length) / count))]!);
 }
 
-function batchesFor(sorted: readonly WorkloadText[], b: Batching, sample: number): WorkloadText[][] {
+export function batchesFor(sorted: readonly WorkloadText[], b: Batching, sample: number): WorkloadText[][] {
   return b.batchTokens > 0 ? tokenBudgetBatches(sorted, b.batchTokens, sample) : sampledBatches(sorted, b.batchSize, sample);
 }
 
@@ -211,7 +211,7 @@ export interface LimitRun {
 export async function runLimit(o: LimitOptions, progress: (m: string) => void): Promise<LimitRun> {
   const pool = (await makeWorkload(o.modelDir, o.poolSize, o.workloadSeed)).texts;
   const sorted = pool.slice().sort((a, b) => a.ids.length - b.ids.length);
-    const onnx = join(o.modelDir, "onnx", "model.onnx");
+  const onnx = join(o.modelDir, "onnx", "model.onnx");
   const sessions = new Map<number, ort.InferenceSession>();
   const session = async (threads: number) => {
     let s = sessions.get(threads);
