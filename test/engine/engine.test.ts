@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { Engine } from "../../src/engine/engine";
-import { buildTensors, rowExtents } from "../../src/model/tensors";
 import type { Runner } from "../../src/tasks/runner";
 import { Cancelled, InferenceFailed, Overloaded, Unavailable } from "../../src/errors";
 import type { BatchTensors } from "../../src/model/session";
@@ -36,29 +35,6 @@ function recordingRunner() {
 }
 
 const limits = { maxBatchSize: 4, maxBatchTokens: 1000, maxQueueSize: 100 };
-
-describe("buildTensors", () => {
-  test("pads with the pad id, masks padding, carries type ids", () => {
-    const t = buildTensors([enc(5, 6, 7), { ids: Int32Array.from([8]), typeIds: Int32Array.from([1]) }], 1);
-    expect(t.seqLen).toBe(3);
-    expect(Array.from(t.inputIds)).toEqual([5, 6, 7, 8, 1, 1]);
-    expect(Array.from(t.attentionMask)).toEqual([1, 1, 1, 1, 0, 0]);
-    expect(Array.from(t.tokenTypeIds!)).toEqual([0, 0, 0, 1, 0, 0]);
-  });
-
-  test("left padding (decoder models): real tokens end at the last position; extents found from the mask", () => {
-    const t = buildTensors([enc(5, 6, 7), { ids: Int32Array.from([8]), typeIds: Int32Array.from([1]) }], 9, "left");
-    expect(Array.from(t.inputIds)).toEqual([5, 6, 7, 9, 9, 8]);
-    expect(Array.from(t.attentionMask)).toEqual([1, 1, 1, 0, 0, 1]);
-    expect(Array.from(t.tokenTypeIds!)).toEqual([0, 0, 0, 0, 0, 1]);
-    const { lengths, starts } = rowExtents(t);
-    expect(Array.from(lengths)).toEqual([3, 1]);
-    expect(Array.from(starts)).toEqual([0, 2]);
-    const right = rowExtents(buildTensors([enc(5), enc(6, 7)], 0));
-    expect(Array.from(right.lengths)).toEqual([1, 2]);
-    expect(Array.from(right.starts)).toEqual([0, 0]);
-  });
-});
 
 describe("Engine", () => {
   test("refuses work while loading, answers in order once started", async () => {

@@ -1,7 +1,7 @@
 // ModelSession: the options every session is created with, and a session built from them.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { emptyPastFeed, ModelSession, positionIds, textFeeds } from "../../src/model/session";
+import { emptyPastFeed, isTextInput, ModelSession, positionIds, textFeeds } from "../../src/model/session";
 import { sessionOptions } from "../../src/model/onnx";
 import { fixture } from "../helpers";
 import { denseGraph, headGraph } from "../../src/model/dense-graph";
@@ -132,5 +132,12 @@ describe("a session's head graph", () => {
     } finally {
       await s.release();
     }
+  });
+});
+
+describe("a repository without a usable ONNX export", () => {
+  test("inputs a session can be fed; others refuse the model at load", () => {
+    for (const n of ["input_ids", "attention_mask", "token_type_ids", "position_ids", "past_key_values.3.value", "num_logits_to_keep"]) expect(isTextInput(n)).toBe(true);
+    for (const n of ["task_id", "inputs_embeds", "past_key_values.0.conv", "pixel_values"]) expect(isTextInput(n)).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { finishEmbedding, l2normalize, pool, promptFor, toBase64 } from "../../src/tasks/embed";
+import { applyDense, finishEmbedding, l2normalize, pool, promptFor, toBase64 } from "../../src/tasks/embed";
 import { labelScores, softmax } from "../../src/tasks/classify";
 import { rankResults, sigmoid, yesNoReader } from "../../src/tasks/rerank";
 import { InvalidInput } from "../../src/errors";
@@ -95,5 +95,15 @@ describe("LLM reranker scores", () => {
     const kept = yesNoReader(2, 0).read({ name: "logits", data: new Float32Array([1, 0, 5, 2, 0, 3]), dims: [2, 1, 3] }, [7, 3], [0, 4]);
     expect(kept).toEqual([4, 1]);
     expect(sigmoid(4)).toBeCloseTo(Math.exp(5) / (Math.exp(1) + Math.exp(5)), 12);
+  });
+});
+
+describe("model families: decoders, Dense modules, unknown modules", () => {
+  test("applyDense: activation(W x + b), residual", () => {
+    const layer = { inFeatures: 2, outFeatures: 2, weight: Float32Array.from([1, 2, 3, 4]), bias: Float32Array.from([0.5, -0.5]), activation: "identity" as const, residual: null };
+    expect(Array.from(applyDense(Float32Array.from([1, 1]), [layer]))).toEqual([3.5, 6.5]);
+    expect(Array.from(applyDense(Float32Array.from([1, 1]), [{ ...layer, activation: "relu", bias: Float32Array.from([-4, 0]) }]))).toEqual([0, 7]);
+    expect(Array.from(applyDense(Float32Array.from([1, 1]), [{ ...layer, residual: "identity" }]))).toEqual([4.5, 7.5]);
+    expect(applyDense(Float32Array.from([0, 0]), [{ ...layer, activation: "tanh", bias: Float32Array.from([1, 0]) }])[0]).toBeCloseTo(Math.tanh(1), 6);
   });
 });
