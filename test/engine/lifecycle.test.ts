@@ -151,7 +151,8 @@ describe("Lifecycle", () => {
 
   test("a failed load answers 503 model_load_failed with Retry-After; no new try until the backoff has passed, then doubling", async () => {
     let failing = true;
-    const { lifecycle, get, builds, metrics } = setup([["a", 1]], { fail: () => failing, retryMs: 300 });
+    // Waits with hundreds of milliseconds either side of each backoff's end: a loaded machine stalls this long.
+    const { lifecycle, get, builds, metrics } = setup([["a", 1]], { fail: () => failing, retryMs: 600 });
     const err = await lifecycle.acquire(get("a")).catch((e) => e);
     expect(err).toBeInstanceOf(ModelLoadFailed);
     expect(err.code).toBe("model_load_failed");
@@ -170,14 +171,14 @@ describe("Lifecycle", () => {
     }
     expect(builds).toEqual(["a"]);
     // After the backoff the next request tries again (and fails: the next wait doubles).
-    await Bun.sleep(350);
+    await Bun.sleep(650);
     await lifecycle.acquire(get("a")).catch(() => {});
     expect(builds).toEqual(["a", "a"]);
     expect(get("a").failures).toBe(2);
     const wait = get("a").retryAt - Date.now();
-    expect(wait).toBeGreaterThan(450);
-    expect(wait).toBeLessThanOrEqual(600);
-    await Bun.sleep(350);
+    expect(wait).toBeGreaterThan(900);
+    expect(wait).toBeLessThanOrEqual(1200);
+    await Bun.sleep(400);
     await lifecycle.acquire(get("a")).catch(() => {});
     expect(builds).toEqual(["a", "a"]);
     // An operator's load (POST /models/{name}/load) is not held back; a success clears the failures.
