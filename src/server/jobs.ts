@@ -181,19 +181,6 @@ export function hybridDense(model: HybridModel) {
   };
 }
 
-/**
- * Texts or token ids (one list, or a list of lists) tokenized with the model's prompt, cut to the model's length:
- * the inputs of sparse and multi-vector answers and of /rerank with an embedding model.
- */
-export function encodeInputs(model: TextEmbedModel, input: unknown, request: PromptRequest, field: string, ctx: ServerContext): Promise<Encoded[]> {
-  const inputs: EmbedJob["inputs"] =
-    Array.isArray(input) && input.length > 0 && typeof input[0] !== "string"
-      ? { ids: typeof input[0] === "number" ? [input as number[]] : (input as number[][]) }
-      : { texts: input as string | string[] };
-  const { keys, encode } = embedInputs(ctx, model, inputs, { name: field, single: false }, request);
-  return encode(keys.map((_, i) => i), {});
-}
-
 /** Texts, or token ids (one list, or a list of lists), as an embedding request sends them. */
 function inputsOf(input: unknown): EmbedJob["inputs"] {
   return Array.isArray(input) && input.length > 0 && typeof input[0] !== "string"
