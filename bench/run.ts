@@ -22,6 +22,10 @@
 //            alone on sorted batches of <= T tokens after every cell: each cell's ratio to the faster limit around it)
 //            --memory-only (only the memory cell of bench/memory.ts: RSS of a server after one request of 64 x 512
 //            tokens, with --server-arg flags; prints the table, writes nothing)
+//            --instances N (a third system: this server with --instances N --num-threads 1, held to N one-thread
+//            onnxruntime sessions at once; the instances decision's table compares both configurations)
+// A server whose flags hold --instances N (N > 1) is held to the N-session limit (bench/limit-sessions.ts), the
+// defaults to the one-session limit (bench/limit.ts); bench/instances.ts says which.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
@@ -34,6 +38,8 @@ import { medianInterval, percentiles, peakRssMb, rssMb } from "./stats";
 import { measureResponsiveness, responsivenessMarkdown, twoModelArgs, type ResponsivenessResult } from "./responsiveness";
 import { measureMemory, memoryMarkdown, type MemoryResult } from "./memory";
 import { startSystem, stop, type Running, type SystemName } from "./system";
+import { decisionMarkdown, decisionRows, instancesArgs, limitFor, type DecisionConfig, type DecisionRow } from "./instances";
+import { SessionsLimit, sessionsLabel, type SessionsLimitResult } from "./limit-sessions";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
 
 // ---------------------------------------------------------------- options
@@ -62,6 +68,8 @@ interface Options {
   limitTokens: number;
   compareRoot: string | null;
   compareArgs: string[];
+  /** > 1: also run this server with --instances N --num-threads 1 against N single-thread sessions at once. */
+  instances: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -87,6 +95,7 @@ function parseOptions(argv: string[]): Options {
     limitTokens: 0,
     compareRoot: null,
     compareArgs: [],
+    instances: 0,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -118,6 +127,7 @@ function parseOptions(argv: string[]): Options {
     else if (name === "--limit-tokens") o.limitTokens = Number(value());
     else if (name === "--compare-root") o.compareRoot = resolve(value());
     else if (name === "--compare-arg") o.compareArgs.push(value());
+    else if (name === "--instances") o.instances = Number(value());
     else if (name === "--variant") {
       const v = value();
       if (v !== "fp32" && v !== "int8") throw new Error(`--variant is fp32 or int8, not ${v}`);
@@ -137,13 +147,18 @@ const SIZES = [1, 32];
 
 function plan(o: Options) {
   return {
-    concurrency: o.quick ? [1, 4, 16] : [1, 4, 16, 32, 64],
+    concurrency: o.quick ? (o.instances > 1 ? [1, 4, 16, 32] : [1, 4, 16]) : [1, 4, 16, 32, 64],
     /**
      * Quick runs skip 32-input requests at concurrency 16: one wave of 512 inputs alone takes ~15-30 s. Single
      * inputs also run at concurrency 32: the single-text saturation cell (retrieval-style texts, one per request,
      * 32 clients) that the inference-worker issue (#13) measures against the limit.
      */
-    concurrencyFor: (size: number) => (o.quick && size > 1 ? [1, 4] : o.quick ? [1, 4, 16] : size === 1 ? [1, 4, 16, 32, 64] : [1, 4, 16, 64]),
+    concurrencyFor: (size: number) => {
+      const cs = o.quick && size > 1 ? [1, 4] : o.quick ? [1, 4, 16] : size === 1 ? [1, 4, 16, 32, 64] : [1, 4, 16, 64];
+      // --instances: the decision's two cells (1 input x 32 clients, 32 inputs x 16 clients) run even when quick.
+      if (o.instances > 1 && o.quick) cs.push(size === 1 ? 32 : 16);
+      return cs;
+    },
     maxRequests: (size: number) => (size === 1 ? (o.quick ? 300 : 2000) : o.quick ? 40 : 200),
     limit: {
       modelDir: "",
@@ -422,10 +437,11 @@ async function pairedLatency(system: string, url: string, limit: LimitChild, poo
 
 // ---------------------------------------------------------------- systems
 
-const SYSTEM_LABEL: Record<SystemName | "limit", string> = {
+const SYSTEM_LABEL: Record<string, string> = {
   limit: "limit (onnxruntime alone)",
   naive: "naive (Bun.serve + transformers.js)",
   server: "infinity (this server)",
+  instances: "infinity --instances N --num-threads 1",
 };
 
 async function embedOne(url: string, text: string): Promise<Float32Array> {
@@ -468,12 +484,14 @@ interface Ratios {
   vsNaiveTarget: number;
 }
 
-/** A cell's tokens/s over the limit measured around it (the run's first limit measurement when not bracketed). */
-function relative(c: Cell, limit: LimitResult): number {
-  return c.tokensPerSec / (c.limitNearby ?? limit.final.tokensPerSec);
+/** A cell's tokens/s over the limit measured around it (its system's first limit measurement when not bracketed). */
+function relative(c: Cell, atStart: (system: string) => number): number {
+  return c.tokensPerSec / (c.limitNearby ?? atStart(c.system));
 }
 
-function computeRatios(cells: Cell[], limit: LimitResult, paired: Paired[]): Ratios {
+/** limitAtStart: the first measurement of the limit a system is held to (one session, or N for --instances N). */
+function computeRatios(cells: Cell[], limitAtStart: (system: string) => number, paired: Paired[]): Ratios {
+  const limit = limitAtStart;
   // Saturated cells are the bracketed ones; a run without them (--quick of another shape) falls back to all.
   const all = cells.filter((c) => c.system === "server");
   const server = all.some((c) => c.limitNearby !== null) ? all.filter((c) => c.limitNearby !== null) : all;
@@ -490,10 +508,10 @@ function computeRatios(cells: Cell[], limit: LimitResult, paired: Paired[]): Rat
   return {
     saturated: {
       server: best?.tokensPerSec ?? NaN,
-      limit: best?.limitNearby ?? limit.final.tokensPerSec,
+      limit: best?.limitNearby ?? limitAtStart("server"),
       ratio: best ? relative(best, limit) : NaN,
-      limitAtStart: limit.final.tokensPerSec,
-      ratioAtStart: (best?.tokensPerSec ?? NaN) / limit.final.tokensPerSec,
+      limitAtStart: limitAtStart("server"),
+      ratioAtStart: (best?.tokensPerSec ?? NaN) / limitAtStart("server"),
       target: 0.9,
       cell: best ? `${best.size} input(s) x concurrency ${best.concurrency}` : "-",
     },
@@ -523,6 +541,9 @@ function markdown(r: {
   paired: Paired[];
   ratios: Ratios;
   notes: string[];
+  /** N-session limits (--instances), and the instances decision's rows. */
+  sessionLimits: Array<{ label: string; result: SessionsLimitResult }>;
+  decision: DecisionRow[];
 }): string {
   const L: string[] = [];
   L.push("# Benchmark results", "");
@@ -536,17 +557,22 @@ function markdown(r: {
   for (const v of r.ratios.vsNaive) {
     L.push(`| (c) this server / naive at concurrency 16, ${v.size} input${v.size === 1 ? "" : "s"} per request | ${f2(v.adjusted)} (each over the limit measured around its cell; raw ${f0(v.server)} / ${f0(v.naive)} tokens/s = ${f2(v.ratio)}) | >= ${r.ratios.vsNaiveTarget} | ${verdict(v.adjusted >= r.ratios.vsNaiveTarget, Number.isFinite(v.adjusted))} |`);
   }
+  if (r.decision.some((d) => d.verdict !== "not measured")) L.push("", "## Instances decision: each configuration over its own limit", "", ...decisionMarkdown(r.decision));
   L.push("", "## All cells", "");
   L.push("Latency is per request (client side, HTTP included); for the limit it is per batch. Peak RSS is the process's VmHWM after the cell (so it only grows down a system's rows). Other load: CPU cores used by processes outside the benchmark during the cell (should be ~0). Mean batch and padding (share of padded tokens in the batches run): from this server's /metrics; for the limit, its batches. Limit nearby (cells at concurrency >= 16): the limit measured again right before and right after the cell, the faster of the two; / limit is the cell's tokens/s over it.", "");
   L.push("| system | request size | concurrency | requests | inputs/s | tokens/s | p50 ms | p95 ms | p99 ms | peak RSS MB | errors | other load | mean batch | padding | limit nearby | / limit |");
   L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   const lf = r.limit.final;
   L.push(`| ${SYSTEM_LABEL.limit} | sorted batches of ${batchingLabel(lf)} | - | ${Math.round(lf.inputsPerSec * lf.seconds / lf.meanBatch)} batches | ${f1(lf.inputsPerSec)} | ${f0(lf.tokensPerSec)} | ${f1(lf.batchMs.p50)} | ${f1(lf.batchMs.p95)} | ${f1(lf.batchMs.p99)} | ${f0(r.limit.peakRssMb)} | 0 | - | ${f1(lf.meanBatch)} | ${(lf.paddedFraction * 100).toFixed(1)}% | - | - |`);
+  for (const { label, result } of r.sessionLimits) {
+    const f = result.final;
+    L.push(`| ${label} | sorted batches of ${batchingLabel(f.batching)} | - | ${Math.round(f.inputsPerSec * f.seconds / f.meanBatch)} batches | ${f1(f.inputsPerSec)} | ${f0(f.tokensPerSec)} | - | - | - | ${f0(result.peakRssMb)} (${f.sessions} processes) | 0 | - | ${f1(f.meanBatch)} | ${(f.paddedFraction * 100).toFixed(1)}% | - | - |`);
+  }
   // Cells ran alternating between the systems; the table lists each system's cells together.
-  const rank = (c: Cell) => (c.system === "naive" ? 0 : 1);
+  const rank = (c: Cell) => ["naive", "server", "instances"].indexOf(c.system);
   const listed = r.cells.slice().sort((x, y) => rank(x) - rank(y) || x.size - y.size || x.concurrency - y.concurrency);
   for (const c of listed) {
-    L.push(`| ${SYSTEM_LABEL[c.system as SystemName]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} | ${c.meanBatch === null ? "-" : f1(c.meanBatch)} | ${c.paddingFraction === null ? "-" : (c.paddingFraction * 100).toFixed(1) + "%"} | ${c.limitNearby === null ? "-" : f0(c.limitNearby)} | ${c.limitNearby === null ? "-" : f2(c.tokensPerSec / c.limitNearby)} |`);
+    L.push(`| ${SYSTEM_LABEL[c.system]} | ${c.size} | ${c.concurrency} | ${c.requests} | ${f1(c.inputsPerSec)} | ${f0(c.tokensPerSec)} | ${f1(c.p50)} | ${f1(c.p95)} | ${f1(c.p99)} | ${f0(c.peakRssMb)} | ${c.errors} | ${f2(c.otherLoadCores)} | ${c.meanBatch === null ? "-" : f1(c.meanBatch)} | ${c.paddingFraction === null ? "-" : (c.paddingFraction * 100).toFixed(1) + "%"} | ${c.limitNearby === null ? "-" : f0(c.limitNearby)} | ${c.limitNearby === null ? "-" : f2(c.tokensPerSec / c.limitNearby)} |`);
   }
   L.push("", "## Limit sweep (intra-op threads x batching; batches are length-sorted neighbours cut by count or by a padded-token budget)", "");
   L.push("| intra-op threads | batching | mean batch | tokens/s | inputs/s | padding |", "|---:|---|---:|---:|---:|---:|");
@@ -559,7 +585,7 @@ function markdown(r: {
   L.push("| system | pairs | request | raw run | request - raw | 95% interval | engine inference - raw | route - inference | HTTP + client |", "|---|---:|---:|---:|---:|---|---:|---:|---:|");
   const n2 = (x: number | null) => (x === null ? "-" : f2(x));
   for (const q of r.paired) {
-    L.push(`| ${SYSTEM_LABEL[q.system as SystemName]} | ${q.diffs.length} | ${f2(q.medianClient)} | ${f2(q.medianRaw)} | ${f2(q.medianDiff)} | ${f2(q.medianDiffLo)}-${f2(q.medianDiffHi)} | ${n2(q.medianInferenceMinusRaw)} | ${n2(q.medianRouteMinusInference)} | ${n2(q.medianClientMinusRoute)} |`);
+    L.push(`| ${SYSTEM_LABEL[q.system]} | ${q.diffs.length} | ${f2(q.medianClient)} | ${f2(q.medianRaw)} | ${f2(q.medianDiff)} | ${f2(q.medianDiffLo)}-${f2(q.medianDiffHi)} | ${n2(q.medianInferenceMinusRaw)} | ${n2(q.medianRouteMinusInference)} | ${n2(q.medianClientMinusRoute)} |`);
   }
   if (r.notes.length) L.push("", "## Notes", "", ...r.notes.map((n) => `- ${n}`));
   L.push("", "![tokens/s by concurrency](chart.png)", "");
@@ -655,7 +681,7 @@ async function main(): Promise<void> {
   const limitLoad2 = new OtherLoad(() => [process.pid, limitChild.pid]);
   limitLoad2.start();
   const limit: LimitResult = { ...(await limitChild.result()), sweep: sweep.sweep };
-  const limitOther = Math.max(sweepOther, limitLoad2.stop());
+  let limitOther = Math.max(sweepOther, limitLoad2.stop());
   const threads = bestThreads;
   log(`limit: best ${limit.best.threads} thread(s), batches of ${batchingLabel(limit.best)}: ${limit.final.tokensPerSec.toFixed(0)} tokens/s; servers use ${threads} thread(s)`);
   /** The limit once more, with the servers idle; a saturated cell is bracketed by two of these. */
@@ -665,18 +691,57 @@ async function main(): Promise<void> {
     log(`limit again: ${t.toFixed(0)} tokens/s`);
     return t;
   };
+  // The systems under test, each held to its own limit: the naive server and the defaults to one session; a
+  // server with --instances N (its flags, or the --instances option's third system) to N sessions at once.
+  const systems: Array<{ name: string; kind: SystemName; args: string[] }> = o.systems.map((name) => ({ name, kind: name, args: name === "server" ? o.serverArgs : [] }));
+  if (o.instances > 1) {
+    systems.push({ name: "instances", kind: "server", args: instancesArgs(o.serverArgs, o.instances) });
+    SYSTEM_LABEL.instances = `infinity --instances ${o.instances} --num-threads 1`;
+  }
+  interface LimitSource { key: string; label: string; atStart: number; peakRssMb: number; now: () => Promise<number> }
+  const oneLimit: LimitSource = { key: "one", label: `onnxruntime alone, 1 session x ${threads} thread${threads === 1 ? "" : "s"}`, atStart: limit.final.tokensPerSec, peakRssMb: limit.peakRssMb, now: limitNow };
+  const sessionLimits = new Map<string, { src: LimitSource; sl: SessionsLimit; result: SessionsLimitResult }>();
+  const limitOf = new Map<string, LimitSource>();
+  for (const s of systems) {
+    const l = limitFor(s.args, threads);
+    if (s.kind === "naive" || l.sessions <= 1) {
+      limitOf.set(s.name, oneLimit);
+      continue;
+    }
+    const key = `${l.sessions}x${l.threads}/${l.batchTokens}`;
+    let e = sessionLimits.get(key);
+    if (!e) {
+      const label = sessionsLabel(l.sessions, l.threads);
+      log(`limit: ${label}, sorted batches of <= ${l.batchTokens} tokens`);
+      const sl = await SessionsLimit.start({ modelDir, poolSize: POOL_SIZE, workloadSeed: WORKLOAD_SEED, sessions: l.sessions, threads: l.threads, batching: { batchSize: 0, batchTokens: l.batchTokens }, sample: p.limit.finalSample, passes: p.limit.passes });
+      const load = new OtherLoad(() => [process.pid, ...sl.pids]);
+      load.start();
+      const result = await sl.result();
+      limitOther = Math.max(limitOther, load.stop());
+      log(`limit: ${label}: ${result.final.tokensPerSec.toFixed(0)} tokens/s, children ${result.final.childSeconds.min.toFixed(2)}-${result.final.childSeconds.max.toFixed(2)} s of ${result.final.seconds.toFixed(2)} s, peak RSS ${result.peakRssMb.toFixed(0)} MiB together`);
+      const now = async () => {
+        await Bun.sleep(100);
+        const t = (await sl.measure()).tokensPerSec;
+        log(`limit again (${label}): ${t.toFixed(0)} tokens/s`);
+        return t;
+      };
+      e = { src: { key, label, atStart: result.final.tokensPerSec, peakRssMb: result.peakRssMb, now }, sl, result };
+      sessionLimits.set(key, e);
+    }
+    limitOf.set(s.name, e.src);
+  }
 
   const cells: Cell[] = [];
   const paired: Paired[] = [];
-  const vectors = new Map<SystemName, Float32Array>();
+  const vectors = new Map<string, Float32Array>();
   // Both servers stay up for the whole run (an idle one costs nothing: its onnxruntime threads sleep) so that
   // their cells can alternate: the machine's speed drifts over minutes, and running all of one system's cells
   // before the other's let that drift decide the unbracketed cells (concurrency 1 and 4).
-  const running: Array<{ name: SystemName; r: Running; pid: number; load: OtherLoad }> = [];
-  for (const name of o.systems) {
+  const running: Array<{ name: string; r: Running; pid: number; load: OtherLoad }> = [];
+  for (const { name, kind, args } of systems) {
     log(`${name}: starting`);
     const t0 = performance.now();
-    const r = await startSystem(name, modelDir, threads, name === "server" ? o.serverArgs : [], o.serverRoot);
+    const r = await startSystem(kind, modelDir, threads, args, o.serverRoot);
     const pid = r.proc.pid;
     log(`${name}: ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (pid ${pid})`);
     // The same client warm-up for both: a few single inputs and one full request.
@@ -685,7 +750,8 @@ async function main(): Promise<void> {
     vectors.set(name, await embedOne(r.url, pool[0]!.text));
     running.push({ name, r, pid, load: new OtherLoad(() => [process.pid, pid]) });
   }
-  for (const { name, r } of running) {
+  // Target (b)'s pairs are raw runs on the one-session limit's threads: the --instances system (1 thread a run) skips them.
+  for (const { name, r } of running.filter((x) => x.name !== "instances")) {
     const q = await pairedLatency(name, r.url, limitChild, pool, p.pairedInputs, p.pairedPasses);
     paired.push(q);
     log(`${name}: concurrency-1 request minus raw run: median ${q.medianDiff.toFixed(2)} ms (95% interval ${q.medianDiffLo.toFixed(2)}-${q.medianDiffHi.toFixed(2)}) over ${q.diffs.length} pairs (request ${q.medianClient.toFixed(2)}, raw ${q.medianRaw.toFixed(2)})`);
@@ -695,21 +761,23 @@ async function main(): Promise<void> {
     let flip = false;
     for (const size of SIZES) {
       // The limit measured right after one saturated cell serves as the "before" of the next one.
-      let before: number | null = null;
+      // Which limit it was (one session, or N at once): a cell is bracketed by its own system's limit.
+      let before = null as { key: string; value: number } | null;
       for (const conc of p.concurrencyFor(size)) {
         // Which system goes first alternates from one cell shape to the next.
         const order = flip ? running.slice().reverse() : running;
         flip = !flip;
         for (const { name, r, pid, load } of order) {
           const bracket = conc >= 16;
-          if (bracket) before ??= await limitNow();
-          else await Bun.sleep(100); // the other server's onnxruntime threads spin for a moment after its cell
+          const lim = limitOf.get(name)!;
+          if (bracket && before?.key !== lim.key) before = { key: lim.key, value: await lim.now() };
+          else if (!bracket) await Bun.sleep(100); // the other server's onnxruntime threads spin for a moment after its cell
           const c = await runCell(name, r.url, pool, size, conc, p.maxRequests(size), o.cellSeconds, pid, load);
           if (bracket) {
-            const after = await limitNow();
+            const after = await lim.now();
             // The faster of the two: other processes only ever slow the limit down, so this is the stricter bar.
-            c.limitNearby = Math.max(before!, after);
-            before = after;
+            c.limitNearby = Math.max(before!.value, after);
+            before = { key: lim.key, value: after };
           } else before = null;
           cells.push(c);
           log(`${name} size=${size} c=${conc}: ${c.requests} req, ${c.tokensPerSec.toFixed(0)} tokens/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, rss ${c.peakRssMb.toFixed(0)} MB, errors ${c.errors}, other load ${c.otherLoadCores.toFixed(2)}` + (c.meanBatch !== null ? `, mean batch ${c.meanBatch.toFixed(1)}, padding ${(c.paddingFraction! * 100).toFixed(1)}%` : ""));
@@ -720,6 +788,7 @@ async function main(): Promise<void> {
   }
   for (const { r } of running) await stop(r);
   await limitChild.quit();
+  for (const { sl } of sessionLimits.values()) await sl.quit();
   if (o.latencyOnly) return;
   const resp = o.systems.includes("server") ? [await responsiveness(o, modelDir, pool, threads)] : [];
   const memory: MemoryResult[] = [];
@@ -728,8 +797,18 @@ async function main(): Promise<void> {
     memory.push(await measureMemory(modelDir, threads, o.serverArgs, o.serverRoot));
     log(`memory: RSS ready ${memory[0]!.readyMb.toFixed(0)} MiB, after the request ${memory[0]!.afterMb.toFixed(0)} MiB`);
   }
+  if (o.instances > 1) {
+    memory.push(await measureMemory(modelDir, threads, instancesArgs(o.serverArgs, o.instances), o.serverRoot));
+    log(`memory (--instances ${o.instances}): RSS ready ${memory.at(-1)!.readyMb.toFixed(0)} MiB, after the request ${memory.at(-1)!.afterMb.toFixed(0)} MiB`);
+  }
 
-  const ratios = computeRatios(cells, limit, paired);
+  const atStart = (system: string) => (limitOf.get(system) ?? oneLimit).atStart;
+  const ratios = computeRatios(cells, atStart, paired);
+  const configs: DecisionConfig[] = systems.filter((s) => s.kind === "server").map((s) => ({
+    system: s.name, label: s.args.join(" ") || "defaults", limitLabel: limitOf.get(s.name)!.label, limitAtStart: atStart(s.name), limitPeakRssMb: limitOf.get(s.name)!.peakRssMb,
+  }));
+  const decision = decisionRows(cells, configs);
+  const sessionResults = [...sessionLimits.values()].map((e) => ({ label: e.src.label, result: e.result }));
   const notes: string[] = [];
   const a = vectors.get("naive"), b = vectors.get("server");
   if (a && b) {
@@ -741,7 +820,8 @@ async function main(): Promise<void> {
   if (maxOther > 0.15) notes.push(`Other processes used up to ${maxOther.toFixed(2)} cores during the run (limit: ${limitOther.toFixed(2)}): numbers in those cells are disturbed.`);
   if (o.serverArgs.length) notes.push(`This server ran with extra flags: ${o.serverArgs.join(" ")}.`);
   if (o.serverRoot !== REPO_ROOT) notes.push(`This server ran from another checkout: ${o.serverRoot}.`);
-  if (o.quick) notes.push("Quick run (--quick): short cells, no concurrency 64, 32-input requests only at concurrency 1 and 4; a smoke test, not numbers to quote.");
+  if (o.quick) notes.push(`Quick run (--quick): short cells, no concurrency 64, 32-input requests only at concurrency 1 and 4${o.instances > 1 ? " (and 16, with 1-input requests at 32: the instances decision's cells)" : ""}; a smoke test, not numbers to quote.`);
+  if (sessionLimits.size) notes.push(`An N-session limit is N processes, each holding one session and a Bun runtime, over the same length-sorted batches of the server's token budget, released together; its tokens/s is all their tokens over the time from the release to the last one done (the fastest of ${p.limit.passes} rounds), its peak RSS the sum of the processes' peaks.`);
   const cpu = cpus()[0]?.model ?? "unknown";
   const header: Record<string, string> = {
     date: new Date().toISOString(),
@@ -751,22 +831,21 @@ async function main(): Promise<void> {
       : `${MODEL_NAME}: BertModel 12 layers, hidden 384, int8 ONNX (onnxruntime quantize_dynamic: int8 MatMul weights; bench/model-skeleton-int8, seeded weights), CLS pooling + normalize, bert-base-uncased tokenizer`,
     runtime: `Bun ${Bun.version}, onnxruntime-node 1.30.0, @huggingface/transformers 4.3.2`,
     workload: `${pool.length} seeded texts, tokens per input min ${lens.min} / p10 ${lens.p10} / median ${lens.p50} / p90 ${lens.p90} / max ${lens.max} (mean ${lens.mean.toFixed(1)}); requests of ${SIZES.join(" and ")} inputs, OpenAI /embeddings with encoding_format base64, keep-alive`,
-    threads: `intra-op threads ${threads} for all three systems (best of the limit sweep${o.threads ? "; overridden by --threads" : ""}), inter-op 1`,
+    threads: `intra-op threads ${threads} for all three systems (best of the limit sweep${o.threads ? "; overridden by --threads" : ""}), inter-op 1${o.instances > 1 ? `; the --instances system: ${o.instances} instances x 1 thread` : ""}`,
     cells: `each cell up to ${p.maxRequests(1)} (1 input) / ${p.maxRequests(32)} (32 inputs) requests or ${o.cellSeconds} s, whichever first; requests in flight at the deadline finish and count`,
     ...(o.label ? { label: o.label } : {}),
     "run time": `${((performance.now() - started) / 1000).toFixed(0)} s`,
   };
   mkdirSync(o.out, { recursive: true });
-  const md = markdown({ header, limit, cells, paired, ratios, notes }) +
+  const md = markdown({ header, limit, cells, paired, ratios, notes, sessionLimits: sessionResults, decision }) +
     (resp.length ? `\n## Responsiveness (one model busy with long batches)\n\n${responsivenessMarkdown(resp).join("\n")}\n` : "") +
     (memory.length ? `\n## Memory (one server, after one request of 64 x 512 tokens)\n\n${memoryMarkdown(memory).join("\n")}\n` : "");
   writeFileSync(join(o.out, "results.md"), md);
-  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, cells, paired, ratios, notes, responsiveness: resp, memory }, null, 1) + "\n");
-  const series: ChartSeries[] = (["naive", "server"] as const)
-    .filter((s) => o.systems.includes(s))
-    .map((s) => ({
-      name: s === "naive" ? "naive transformers.js" : "infinity",
-      color: s === "naive" ? [230, 120, 30] : [40, 90, 200],
+  writeFileSync(join(o.out, "results.json"), JSON.stringify({ header, options: o, limit, sessionLimits: sessionResults, cells, paired, ratios, decision, notes, responsiveness: resp, memory }, null, 1) + "\n");
+  const series: ChartSeries[] = systems
+    .map(({ name: s }) => ({
+      name: s === "naive" ? "naive transformers.js" : s === "server" ? "infinity" : `infinity --instances ${o.instances}`,
+      color: s === "naive" ? [230, 120, 30] : s === "server" ? [40, 90, 200] : [150, 50, 170],
       points: new Map(SIZES.map((size) => [size, new Map(cells.filter((c) => c.system === s && c.size === size).map((c) => [c.concurrency, c.tokensPerSec]))])),
     }));
   const png = drawChart({
