@@ -1,20 +1,19 @@
 // Warm-up: full-size batches before a model serves, which measure its speed and memory and, where the flags leave
 // them to it, time the batch token budget, the run overhead and the instance count (engine/batcher.ts holds the
-// policies); then the memory budget and the quantization ranges are checked against what was measured.
+// policies); then the memory budget and the quantization ranges are checked against what was measured. What differs
+// by model family (its inputs, its other engines, what is not calibrated) is the family's warmUp (families/).
 
 import { availableParallelism } from "node:os";
 import { ModelLoadError } from "../errors";
 import { log } from "../log";
 import type { ModelSession } from "../model/session";
 import { returnFreedMemory } from "../model/trim";
-import { colbertInput } from "../tasks/multivector";
-import { colpaliQueryInput, colpaliQueryText } from "../tasks/colpali";
-import { audioInputShape } from "../tasks/audio";
-import { imageInputShape } from "../tasks/image";
 import type { Encoded } from "../tokenize/encode";
 import { budgetShape, budgetTokens, calibrationTrusted, chooseBudget, fitRunOverhead, keepClimbing, TOKEN_BUDGET_FIRST, TOKEN_BUDGET_START, type BudgetTiming, type RunTiming } from "./batcher";
 import { OtherLoad } from "./cpu-load";
 import type { Engine } from "./engine";
+import { familyOf } from "./families";
+import type { FamilyWarmUp } from "./families/family";
 import { CPU_BATCH_TOKENS, GPU_BATCH_TOKENS, tokenBudgetWithin } from "./memory-budget";
 import { enginesOf, type ServedModel } from "./served";
 
@@ -84,20 +83,11 @@ export async function warmUp(m: ServedModel, roomFor: RoomFor): Promise<void> {
   // The model's memory beside its session instances (tokenizer, engines), as the load measured it.
   const besideSessions = Math.max(0, m.memoryBytes - m.session.createBytes);
   const sentence = "The quick brown fox jumps over the lazy dog. ";
-  const colpali = m.task === "multivector" ? m.colpali : null;
-  // ColPali's text is queries (a long one is refused, not cut): warm up with short ones.
-  const text = sentence.repeat(colpali ? 2 : Math.ceil(m.layout.maxLength / 8));
+  const family: FamilyWarmUp = familyOf(m.layout).warmUp ?? {};
+  const text = sentence.repeat(family.shortTexts ? 2 : Math.ceil(m.layout.maxLength / 8));
   const count = Math.max(1, Math.min(m.config.batchSize, Math.floor(m.engine.batchLimits.maxBatchTokens / m.layout.maxLength)));
   const texts = Array.from({ length: count }, () => text);
-  const encodeFor = async (texts: string[]) => {
-    if (colpali) {
-      const encoded = await m.encode(texts.map((t) => colpaliQueryText(colpali.layout, colpali.tokens, t)));
-      return encoded.map((e, i) => colpaliQueryInput(e, colpali.tokens, m.layout.maxLength, `warm-up[${i}]`));
-    }
-    const encoded: { ids: ArrayLike<number> }[] = m.task === "rerank" ? await m.encode(texts, texts) : await m.encode(texts);
-    if (m.task === "hybrid") return (encoded as Encoded[]).map((e) => ({ ...e, sparse: true, multiVector: true }));
-    return m.task === "multivector" && m.colbert ? (encoded as Encoded[]).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens)) : encoded;
-  };
+  const encodeFor = async (texts: string[]): Promise<{ ids: ArrayLike<number> }[]> => (family.inputs ? family.inputs(m, texts) : m.encode(texts));
   let encoded = await encodeFor(texts);
   if (m.fullLogitsBytesPerToken) {
     // A full-logits export warms up within its logits plan: each row cut (from the front, keeping the prompt's
@@ -117,8 +107,8 @@ export async function warmUp(m: ServedModel, roomFor: RoomFor): Promise<void> {
   }
   const seconds = (performance.now() - t0) / 1000;
   m.warmupTokensPerSecond = tokens / seconds;
-  if (m.config.maxBatchTokens === 0) await calibrateTokenBudget(m, engine, sentence, encodeFor);
-  if (m.config.instances === 0) await calibrateInstances(m, roomFor, engine, encoded, m.memoryBytes + Math.max(0, process.memoryUsage().rss - rssBefore));
+  if (m.config.maxBatchTokens === 0) await calibrateTokenBudget(m, family, engine, sentence, encodeFor);
+  if (m.config.instances === 0) await calibrateInstances(m, family, roomFor, engine, encoded, m.memoryBytes + Math.max(0, process.memoryUsage().rss - rssBefore));
   if (m.config.runOverheadTokens === 0) {
     // Batches of 1, 2, 4 and 8 identical rows of about 32 tokens (within the batch size and the token budget: never
     // a batch past it, so the arena does not grow). What the batcher weighs is a new run against more rows in one
@@ -158,17 +148,7 @@ export async function warmUp(m: ServedModel, roomFor: RoomFor): Promise<void> {
       ...(busy ? { not_used: busy } : {}),
     });
   }
-  if (m.task === "embed" && m.media) {
-    // One zero input through the media tower, so its first request does not pay for session initialisation.
-    const tower = m.media;
-    tower.engine.start();
-    const size = tower.modality === "image" ? imageInputShape(m.layout.media!) : audioInputShape(m.layout.media!);
-    await tower.engine.submit([new Float32Array(size.reduce((a, b) => a * b, 1))]);
-  }
-  if (colpali) {
-    colpali.images.start();
-    await colpali.warmUpImages();
-  }
+  await family.others?.(m);
   // Every instance counts: the growth over warm-up (arenas, and instances calibration kept), and at least what
   // the instances were measured to take.
   m.memoryBytes = Math.max(m.memoryBytes + Math.max(0, process.memoryUsage().rss - rssBefore), besideSessions + m.session.memoryBytes);
@@ -197,11 +177,11 @@ function noteCalibrationLoad(m: ServedModel, others: number | null): string | nu
  * counted), then is timed as the fastest of five runs; the first TOKEN_BUDGET_FIRST sizes are timed in interleaved
  * rounds and each later size alternately with the one before, so a slow spell of the machine slows both sides of a
  * comparison, not one. Not timed (the provider's constant stays): several instances (a batch could land on
- * either), a full-logits LLM reranker (its budget is planned from the logits' memory) and ColPali (fixed-size
- * queries). The climb never passes what --memory-budget-mb leaves for one batch per instance.
+ * either), a full-logits LLM reranker (its budget is planned from the logits' memory) and a family that says why
+ * not (its untimedBudget: ColPali's fixed-size queries). The climb never passes what --memory-budget-mb leaves for one batch per instance.
  */
-async function calibrateTokenBudget(m: ServedModel, engine: Engine<unknown, unknown, unknown>, sentence: string, encodeFor: (texts: string[]) => Promise<{ ids: ArrayLike<number> }[]>): Promise<void> {
-  const skip = m.session.instances > 1 ? `${m.session.instances} instances` : m.fullLogitsBytesPerToken ? "full-vocabulary logits (budget planned from their memory)" : m.task === "multivector" && m.colpali ? "ColPali" : null;
+async function calibrateTokenBudget(m: ServedModel, family: FamilyWarmUp, engine: Engine<unknown, unknown, unknown>, sentence: string, encodeFor: (texts: string[]) => Promise<{ ids: ArrayLike<number> }[]>): Promise<void> {
+  const skip = m.session.instances > 1 ? `${m.session.instances} instances` : m.fullLogitsBytesPerToken ? "full-vocabulary logits (budget planned from their memory)" : family.untimedBudget ?? null;
   if (skip) return void log.info("token budget not timed", { model: m.name, reason: skip, max_batch_tokens: m.engine.batchLimits.maxBatchTokens });
   const before = m.engine.batchLimits.maxBatchTokens;
   const cap = m.config.memoryBudgetMb ? tokenBudgetWithin(m.config.memoryBudgetMb, m.sessionBytes, m.activationBytesPerToken, m.layout.maxLength, m.name) : Infinity;
@@ -255,14 +235,14 @@ async function calibrateTokenBudget(m: ServedModel, engine: Engine<unknown, unkn
  * batch submitted 2 x instances times at once, alternating, the better of two rounds each; the instances stay when
  * chooseInstances finds they pay for their memory (and fit the budgets), else the one session. Only on CPU, with
  * --num-threads not given and 2 cores or more, and for models whose engines all run on the one session (no separate
- * media tower, not ColPali); otherwise one instance. `oneBytes`: the model's memory so far, with the one session.
+ * media tower, not ColPali: the family's oneSession); otherwise one instance. `oneBytes`: the model's memory so far, with the one session.
  */
-async function calibrateInstances(m: ServedModel, roomFor: RoomFor, engine: Engine<unknown, unknown, unknown>, encoded: readonly { ids: ArrayLike<number> }[], oneBytes: number): Promise<void> {
+async function calibrateInstances(m: ServedModel, family: FamilyWarmUp, roomFor: RoomFor, engine: Engine<unknown, unknown, unknown>, encoded: readonly { ids: ArrayLike<number> }[], oneBytes: number): Promise<void> {
   const c = m.config;
   if (c.numThreadsSet) return void (m.instancesReason = `one session: --num-threads ${c.numThreads} given`);
   if (m.provider !== "cpu") return void (m.instancesReason = `one session: not calibrated on ${m.provider}`);
   if (c.numThreads < 2) return void (m.instancesReason = "one session: one core");
-  if ((m.task === "embed" && m.media) || (m.task === "multivector" && m.colpali)) return void (m.instancesReason = "one session: a model with a media tower");
+  if (family.oneSession) return void (m.instancesReason = `one session: ${family.oneSession}`);
   const n = Math.min(MAX_CALIBRATED_INSTANCES, c.numThreads);
   const threads = Math.floor(c.numThreads / n);
   // Instances trade memory for speed, so the server makes that trade itself only within a memory budget the operator

@@ -3,8 +3,9 @@
 import { join } from "node:path";
 import { readDenseLayers, type DenseLayer } from "../../model/dense";
 import { onnxOutputNames } from "../../model/onnx-graph";
-import { colbertHead, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "../../tasks/multivector";
+import { colbertHead, colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "../../tasks/multivector";
 import { Engine } from "../engine";
+import type { ColbertModel, ServedModel } from "../served";
 import type { Family, FamilyPlan } from "./family";
 
 interface ColbertPlan extends FamilyPlan {
@@ -12,7 +13,7 @@ interface ColbertPlan extends FamilyPlan {
   dense: DenseLayer[];
 }
 
-export const colbertFamily: Family<ColbertPlan> = {
+export const colbertFamily: Family<ColbertPlan, Extract<ServedModel, { colbert: ColbertModel }>> = {
   name: "colbert",
   serves: (layout) => layout.task === "multivector" && !layout.colpali,
   // ColBERT inserts a prefix token after tokenizing: the tokenizer truncates one token shorter.
@@ -31,5 +32,8 @@ export const colbertFamily: Family<ColbertPlan> = {
       ...base, memoryBytes: bytes, sessionBytes: bytes, task: "multivector", engine,
       colbert: { layout: cfg, tokens, dim: dense.length ? dense[dense.length - 1]!.outFeatures : null }, colpali: null,
     };
+  },
+  warmUp: {
+    inputs: async (m, texts) => (await m.encode(texts)).map((e) => colbertInput(e, "document", m.colbert.layout, m.colbert.tokens)),
   },
 };

@@ -15,8 +15,8 @@ import { IMAGE_INPUT } from "../../tasks/image";
 import { multiVectorBatches, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "../../tasks/multivector";
 import { Engine } from "../engine";
 import type { FeatureBatch } from "../../tasks/batch-input";
-import type { ColPaliModel } from "../served";
-import type { Family } from "./family";
+import type { ColPaliModel, ServedModel } from "../served";
+import type { Family, FamilyPlan } from "./family";
 
 /** What a vision retriever's image engine is built from (the model's session, its media preprocessor). */
 interface ImageModelDeps {
@@ -95,7 +95,7 @@ async function tiledImageModel(d: ImageModelDeps, padId: number, maxLength: numb
   };
 }
 
-export const colpaliFamily: Family = {
+export const colpaliFamily: Family<FamilyPlan, Extract<ServedModel, { colpali: ColPaliModel }>> = {
   name: "colpali",
   serves: (layout) => layout.colpali !== null,
   async prepare() {
@@ -129,5 +129,20 @@ export const colpaliFamily: Family = {
       engine: new Engine<MultiVector, MultiVectorInput, MultiVectorBatch>(key, each(queries), batches, limits, metrics),
       colpali,
     };
+  },
+  warmUp: {
+    shortTexts: true,
+    async inputs(m, texts) {
+      const { layout, tokens } = m.colpali;
+      const encoded = await m.encode(texts.map((t) => colpaliQueryText(layout, tokens, t)));
+      return encoded.map((e, i) => colpaliQueryInput(e, tokens, m.layout.maxLength, `warm-up[${i}]`));
+    },
+    async others(m) {
+      m.colpali.images.start();
+      await m.colpali.warmUpImages();
+    },
+    // Queries are of a fixed size.
+    untimedBudget: "ColPali",
+    oneSession: "a model with a media tower",
   },
 };

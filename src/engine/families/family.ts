@@ -1,7 +1,8 @@
 // What a model family (or task kind) gives the load: engine/load-model.ts does what every model needs (tokenizer,
 // graph rewrites, session, token budget) and asks the family that serves the layout for the rest, at two points:
 // before the session exists (prepare: a worker head, a prompt around the text, a graph of its own) and after
-// (build: its engines and its own parts). Adding a family is a new file here and a line in index.ts.
+// (build: its engines and its own parts); warm-up (engine/warm-up.ts) asks it how its model is warmed. Adding a
+// family is a new file here and a line in index.ts.
 import type { ModelConfig } from "../../config";
 import type { Metrics } from "../../metrics";
 import type { MediaPool } from "../../media/pool";
@@ -63,7 +64,24 @@ export interface FamilyLoad<P extends FamilyPlan = FamilyPlan> extends FamilySet
   worker(label: string): WorkerOptions;
 }
 
-export interface Family<P extends FamilyPlan = FamilyPlan> {
+/**
+ * How warm-up (engine/warm-up.ts) warms a family's models, M being the model its build returns; each part absent:
+ * as a plain text model (texts about the max length, tokenized alone, every calibration).
+ */
+export interface FamilyWarmUp<M extends ServedModel = ServedModel> {
+  /** Warm-up texts stay short: the text engine takes queries, refused rather than cut when long (ColPali). */
+  shortTexts?: boolean;
+  /** Warm-up texts as the text engine queues them (a pair, a prompt around the text, output flags). */
+  inputs?(m: M, texts: string[]): Promise<Array<{ ids: ArrayLike<number> }>>;
+  /** After the text engine is warm: one run of the model's other engine (a media tower, ColPali's images). */
+  others?(m: M): Promise<void>;
+  /** Why the batch token budget of the family's models is not timed. */
+  untimedBudget?: string;
+  /** Why session instances are not calibrated for the family's models (their engines do not all run on one session). */
+  oneSession?: string;
+}
+
+export interface Family<P extends FamilyPlan = FamilyPlan, M extends ServedModel = ServedModel> {
   /** For errors and logs. */
   readonly name: string;
   /** Whether this family serves the layout; index.ts tries the families in order and the first one serves it. */
@@ -72,4 +90,5 @@ export interface Family<P extends FamilyPlan = FamilyPlan> {
   tokenizeLength?(layout: ModelLayout): number;
   prepare?(setup: FamilySetup): Promise<P>;
   build(load: FamilyLoad<P>): Promise<ServedModel>;
+  warmUp?: FamilyWarmUp<M>;
 }

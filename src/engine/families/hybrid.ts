@@ -19,4 +19,8 @@ export const hybridFamily: Family = {
     const engine = new Engine<HybridResult, HybridInput, HybridBatch>(key, each(runner), hybridBatches(padId, layout.paddingSide), limits, metrics);
     return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "hybrid", engine, hybrid };
   },
+  warmUp: {
+    // Every output asked for, so warm-up runs what the heaviest request runs.
+    inputs: async (m, texts) => (await m.encode(texts)).map((e) => ({ ...e, sparse: true, multiVector: true })),
+  },
 };

@@ -12,11 +12,11 @@ import { mediaTowersFamily } from "./media-towers";
 import { rerankFamily } from "./rerank";
 import { sparseFamily } from "./sparse";
 
-export const FAMILIES: readonly Family<any>[] = [
+export const FAMILIES: readonly Family<any, any>[] = [
   mediaTowersFamily, colpaliFamily, embedFamily, rerankFamily, classifyFamily, sparseFamily, colbertFamily, hybridFamily,
 ];
 
-export function familyOf(layout: ModelLayout): Family<any> {
+export function familyOf(layout: ModelLayout): Family<any, any> {
   const family = FAMILIES.find((f) => f.serves(layout));
   if (!family) throw new ModelLoadError(`no model family serves a ${layout.task} model (${layout.architecture})`);
   return family;

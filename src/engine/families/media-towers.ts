@@ -14,9 +14,9 @@ import { IMAGE_INPUT, imageInputShape, imageReader } from "../../tasks/image";
 import { featureBatches, tokenBatches } from "../../tasks/batch-input";
 import { sessionRunner, type Runner } from "../../tasks/runner";
 import { Engine } from "../engine";
-import type { MediaTower } from "../served";
+import type { MediaTower, ServedModel } from "../served";
 import { combinedTextRunner, mediaDummy, mediaRunner, textDummy } from "../towers";
-import type { Family } from "./family";
+import type { Family, FamilyPlan } from "./family";
 
 /**
  * A combined multimodal export (one graph, both towers) as one graph per tower (model/split.ts): onnxruntime runs a
@@ -44,7 +44,7 @@ function splitTowers(layout: ModelLayout, model: string): SplitTowers | null {
   }
 }
 
-export const mediaTowersFamily: Family = {
+export const mediaTowersFamily: Family<FamilyPlan, Extract<ServedModel, { task: "embed" }>> = {
   name: "media towers",
   serves: (layout) => layout.media !== null,
   async prepare({ layout, key }) {
@@ -88,5 +88,16 @@ export const mediaTowersFamily: Family = {
     const bytes = sessionBytes();
     const tokens = `its text tower gives pooled ${media.modality === "image" ? "image-text" : "audio-text"} projections, not per-token states`;
     return { ...base, memoryBytes: bytes, sessionBytes: bytes, task: "embed", engine: new Engine(key, each(textRunner), tokenBatches(padId, layout.paddingSide, media.textLength), limits, metrics), media: tower, tokens };
+  },
+  warmUp: {
+    async others(m) {
+      if (!m.media) return;
+      // One zero input through the media tower, so its first request does not pay for session initialisation.
+      const tower = m.media;
+      tower.engine.start();
+      const size = tower.modality === "image" ? imageInputShape(m.layout.media!) : audioInputShape(m.layout.media!);
+      await tower.engine.submit([new Float32Array(size.reduce((a, b) => a * b, 1))]);
+    },
+    oneSession: "a model with a media tower",
   },
 };

@@ -141,4 +141,8 @@ export const rerankFamily: Family<RerankPlan> = {
       engine,
     };
   },
+  warmUp: {
+    // Query/document pairs, as a rerank request queues them.
+    inputs: (m, texts) => m.encode(texts, texts),
+  },
 };
