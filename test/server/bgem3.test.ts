@@ -46,8 +46,7 @@ beforeAll(async () => {
     "model-id": [fixture("bge-m3-onnx"), fixture("bge-m3-xenova"), fixture("bge-m3-baai"), xenova, baaiFp16],
     "pooling-method": ["auto", "cls", "auto", "auto", "auto"],
     "batch-size": "4",
-    // parity only: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts)
-    "model-warmup": "false",
+    // warm-up stays on: this family's warm-up hook (src/engine/families/) runs here and nowhere else in the suite
     // The 15 reference texts hold 516 vectors after CLS: one request of them passes, two of them do not.
     "max-vectors-per-request": "600",
   });

@@ -57,8 +57,7 @@ beforeAll(async () => {
     "model-id": [fixture("colmodernvbert"), nosplit, flat],
     "served-model-name": ["colmodernvbert", "nosplit", "flat"],
     "batch-size": "4",
-    // parity only: warm-up's timed runs add nothing here (warm-up itself: options.test.ts, instances.test.ts)
-    "model-warmup": "false",
+    // warm-up stays on: this family's warm-up hook (src/engine/families/) runs here and nowhere else in the suite
     "max-vectors-per-request": String(MAX_VECTORS),
     "media-workers": "1",
   });
