@@ -565,10 +565,9 @@ export function helpText(): string {
   ];
   for (const o of OPTIONS) {
     const flag = o.kind === "bool" ? `--[no-]${o.name}` : `--${o.name} <${o.kind === "enum" ? o.choices!.join("|") : o.kind === "int" ? "n" : "value"}>`;
-    const def = o.defaultLabel ?? (o.default === null ? "none" : Array.isArray(o.default) ? (o.default.length ? o.default.join(",") : "none") : String(o.default));
     lines.push(`  ${flag}`);
     lines.push(`      ${o.help}${o.perModel ? " [per model]" : ""}`);
-    lines.push(`      default: ${def}; env: ${envName(o.name)}`);
+    lines.push(`      default: ${optionDefaultText(o)}; env: ${envName(o.name)}`);
   }
   lines.push("  --help, -h      this text");
   lines.push("  --version       print the version");
