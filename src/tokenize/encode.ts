@@ -97,8 +97,6 @@ export function longestFirst(n1: number, n2: number, budget: number): [number, n
 }
 
 /**
-
-/**
  * Texts at most this long are encoded whole: below it cutting saves little. Above it, the first cut is looked for
  * CHARS_PER_TOKEN characters per needed token in (at least WHOLE_CHARS), then GROWTH times further each time the
  * part was not enough, while that stays within half the text (past it, the whole text costs little more; the parts
@@ -136,11 +134,6 @@ export class Encoder {
     const specials = template.pair.prefix.length + template.pair.middle.length + template.pair.suffix.length;
     if (maxLength <= specials) throw new Error(`max length ${maxLength} leaves no room for content tokens`);
     return new Encoder(tokenizer, template, cutPolicy(tokenizerJson, tokenizer), maxTokenId(tokenizerJson) + 1, maxLength);
-  }
-
-  /** Whether long texts are cut before tokenizing (cut.ts); else they are tokenized whole. */
-  get cutsLongTexts(): boolean {
-    return this.cuts !== null;
   }
 
   /** How many special tokens the tokenizer puts before and after a single sequence ([CLS] / [SEP]). */
