@@ -55,13 +55,16 @@ describe("the cut policy is read off the tokenizer's own normaliser and pre-toke
     }
   });
 
-  test("every tokenizer here cuts a long text of words (its length then a lower bound)", async () => {
+  // A text tokenized whole is truncated by the library to one token past the room (its count then the max length + 1);
+  // a part cut at whitespace holds every token of the part, many more.
+  test("every tokenizer here cuts a long text of words (its length then a lower bound past the max length + 1)", async () => {
     const prose = textOfPieces(["hello ", "world, ", "the ", "cat\n", "日本 ", "😀 ", "a\u3000"], 5, 30_000);
     for (const name of NAMES) {
       expect([name, policyOf(tokenizerText(name)!) !== null]).toEqual([name, true]);
       const encoder = await Encoder.create(JSON.parse(tokenizerText(name)!), {}, 64);
       for (const direction of ["right", "left"] as const) {
-        expect([name, direction, (await encoder.encode(prose, { direction })).fullLengthAtLeast]).toEqual([name, direction, true]);
+        const e = await encoder.encode(prose, { direction });
+        expect([name, direction, e.fullLengthAtLeast, e.fullLength! > 65]).toEqual([name, direction, true, true]);
       }
     }
   });
@@ -130,6 +133,32 @@ function inputs(seed: number): Record<string, string> {
 describeLikeLibrary("texts of whitespace, marks, punctuation and added tokens", NAMES, inputs);
 
 describe("a prefix too short is grown, and a text without a cut is tokenized whole", () => {
+  // A single text tokenized whole sets the tokenizer's truncation for its own call only: calls in flight beside it
+  // (counts, pairs, the other direction) see none of it.
+  test("a whole text's truncation does not reach the calls running beside it", async () => {
+    const json = tokenizerText("models/roberta-cls")!;
+    const encoder = await Encoder.create(JSON.parse(json), {}, 64);
+    const rust = Tokenizer.fromString(json);
+    rust.disablePadding();
+    const a = "xyz".repeat(10_000);
+    const b = "q".repeat(20_000) + "é".repeat(10_000);
+    const full = async (t: string) => (await rust.encode(t, null, { addSpecialTokens: false })).getLength();
+    // a count issued right after a whole text (the binding reads its truncation when a call runs, not when it is made)
+    for (const t of [a, b]) expect((await Promise.all([encoder.encode(t), encoder.countContent(t)]))[1]).toBe(await full(t));
+    const [ra, la, ca, cb, pair] = await Promise.all([
+      encoder.encode(a),
+      encoder.encode(b, { direction: "left" }),
+      encoder.countContent(a),
+      encoder.countContent(b),
+      encoder.encodePair("what is this?", b),
+    ]);
+    expect([ca, cb]).toEqual([await full(a), await full(b)]);
+    expect(Array.from(ra.ids)).toEqual((await libraryTruncated(rust, 64, a, null)).ids);
+    expect(Array.from(la.ids)).toEqual((await libraryTruncated(rust, 64, b, null, "left")).ids);
+    const wantPair = await libraryTruncated(rust, 64, "what is this?", b);
+    expect([Array.from(pair.ids), Array.from(pair.typeIds ?? [])]).toEqual([wantPair.ids, wantPair.types]);
+  });
+
   // Byte-level BPE, 64 tokens kept: kept tokens in the prefix's last word, or in a word ending within the margin of
   // the cut, are refused (the text is then tokenized whole: its length exact, not a lower bound).
   test("kept tokens in the part's last word, or within the margin of the cut, are not taken from the part", async () => {
@@ -147,7 +176,8 @@ describe("a prefix too short is grown, and a text without a cut is tokenized who
         const got = await encoder.encode(text, direction === "right" ? {} : { direction });
         const want = await libraryTruncated(rust, 64, text, null, direction);
         expect(Array.from(got.ids)).toEqual(want.ids);
-        if (direction === "right") expect(got.fullLengthAtLeast).toBeUndefined();
+        // tokenized whole: the library's truncation to one token past the room (max length + 1), not a part's many tokens
+        if (direction === "right") expect([got.fullLengthAtLeast, got.fullLength]).toEqual([true, 65]);
       }
     }
   });
@@ -164,8 +194,8 @@ describe("a prefix too short is grown, and a text without a cut is tokenized who
         const got = await encoder.encode(text, { direction });
         const want = await libraryTruncated(rust, 512, text, null, direction);
         expect(Array.from(got.ids)).toEqual(want.ids);
-        // a cut text's length is a lower bound; a whole one's exact
-        expect([direction, got.fullLengthAtLeast === true]).toEqual([direction, cut]);
+        // a cut text's length is a lower bound past the max length (the part's tokens); a whole one's exact here
+        expect([direction, got.fullLengthAtLeast === true, (got.fullLength ?? 0) > 513]).toEqual([direction, cut, cut]);
         if (!cut) expect(got.ids.length).toBe(3);
       }
     }
