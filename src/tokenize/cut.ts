@@ -26,6 +26,8 @@ const BEFORE_CUT_EXCLUDED = RUST_WHITESPACE + "\uFEFF";
 export interface CutPolicy {
   /** The whitespace characters the pre-tokenizer splits before (after a character that is not whitespace). */
   cutChars: string;
+  /** cutChars as UTF-16 code units (all in the BMP). */
+  cutCodes: ReadonlySet<number>;
   /** Characters (code points) between the kept tokens and the cut: the longest vocabulary entry or added token, + 1. */
   margin: number;
   /** Finds the first cut at or after a UTF-16 index. */
@@ -95,7 +97,7 @@ export function cutPolicy(tokenizerJson: unknown, tokenizer: Tokenizer): CutPoli
   }
   if (!cutChars.includes(" ")) return null;
   const after = new RegExp(`(?<![${escape(BEFORE_CUT_EXCLUDED)}])[${escape(cutChars)}]`, "g");
-  return { cutChars, margin: longestEntry(tj) + 1, after };
+  return { cutChars, cutCodes: new Set([...cutChars].map((c) => c.charCodeAt(0))), margin: longestEntry(tj) + 1, after };
 }
 
 function escape(chars: string): string {
@@ -112,7 +114,7 @@ export function cutAtOrAfter(text: string, from: number, policy: CutPolicy): num
 /** The last cut at or before `before`, or -1. */
 export function cutAtOrBefore(text: string, before: number, policy: CutPolicy): number {
   for (let i = Math.min(before, text.length - 1); i >= 1; i--) {
-    if (!policy.cutChars.includes(text[i]!)) continue;
+    if (!policy.cutCodes.has(text.charCodeAt(i))) continue;
     const prev = text.charCodeAt(i - 1);
     if (!WHITESPACE_CODES.has(prev) && prev !== 0xfeff) return i;
   }
