@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { batchesFor, benchSession, makeBatch, type Batch, type Batching } from "./limit";
 import { REPO_ROOT } from "./model";
+import { Lines } from "./process";
 import { peakRssMb } from "./stats";
 import { makeWorkload } from "./workload";
 
@@ -86,32 +87,6 @@ export function combineRound(parts: readonly ChildPass[], wallSeconds: number, o
   };
 }
 
-/** Reads newline-terminated lines from a child's stdout. */
-class Lines {
-  private buffered = "";
-  private readonly dec = new TextDecoder();
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-
-  constructor(private readonly proc: Subprocess<"pipe", "pipe", "inherit">) {
-    this.reader = proc.stdout.getReader();
-  }
-
-  async next(): Promise<string> {
-    for (;;) {
-      const nl = this.buffered.indexOf("\n");
-      if (nl >= 0) {
-        const l = this.buffered.slice(0, nl);
-        this.buffered = this.buffered.slice(nl + 1);
-        return l;
-      }
-      const { done, value } = await this.reader.read();
-      if (done) throw new Error(`session child ended (exit ${await this.proc.exited})`);
-      this.buffered += this.dec.decode(value, { stream: true });
-    }
-  }
-}
-
-/** The parent side: N children started, each waited for until ready; `measure()` runs rounds behind a barrier. */
 export class SessionsLimit {
   private readonly children: Array<{ proc: Subprocess<"pipe", "pipe", "inherit">; lines: Lines }>;
 
@@ -119,7 +94,7 @@ export class SessionsLimit {
     this.children = Array.from({ length: o.sessions }, (_, index) => {
       const opts: SessionChildOptions = { ...o, index };
       const proc = Bun.spawn([process.execPath, join(REPO_ROOT, "bench", "limit-sessions.ts"), JSON.stringify(opts)], { stdin: "pipe", stdout: "pipe", stderr: "inherit", cwd: REPO_ROOT });
-      return { proc, lines: new Lines(proc) };
+      return { proc, lines: new Lines(proc, "session child") };
     });
   }
 

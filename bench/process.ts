@@ -1,5 +1,6 @@
 // This server in its own process on a free loopback port, for benchmarks and for tests that need separate
 // processes (replicas sharing a cache).
+import type { Subprocess } from "bun";
 import { join } from "node:path";
 import { REPO_ROOT } from "./model";
 
@@ -39,4 +40,32 @@ export async function startServer(args: string[], ready = (status: number) => st
       await proc.exited;
     },
   };
+}
+
+/** Reads newline-terminated lines from a child's stdout; `label` names the child when it ends early. */
+export class Lines {
+  private buffered = "";
+  private readonly dec = new TextDecoder();
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+
+  constructor(
+    private readonly proc: Subprocess<"pipe", "pipe", "inherit">,
+    private readonly label: string,
+  ) {
+    this.reader = proc.stdout.getReader();
+  }
+
+  async next(): Promise<string> {
+    for (;;) {
+      const nl = this.buffered.indexOf("\n");
+      if (nl >= 0) {
+        const l = this.buffered.slice(0, nl);
+        this.buffered = this.buffered.slice(nl + 1);
+        return l;
+      }
+      const { done, value } = await this.reader.read();
+      if (done) throw new Error(`${this.label} ended (exit ${await this.proc.exited})`);
+      this.buffered += this.dec.decode(value, { stream: true });
+    }
+  }
 }

@@ -41,6 +41,7 @@ import { startSystem, stop, type Running, type SystemName } from "./system";
 import { decisionMarkdown, decisionRows, instancesArgs, limitFor, type DecisionConfig, type DecisionRow } from "./instances";
 import { SessionsLimit, sessionsLabel, type SessionsLimitResult } from "./limit-sessions";
 import { lengthStats, makeWorkload, requestTexts, type WorkloadText } from "./workload";
+import { Lines } from "./process";
 
 // ---------------------------------------------------------------- options
 
@@ -207,49 +208,33 @@ async function waitQuiet(maxSeconds: number): Promise<number> {
 /** The limit child: prints its result line, then stays up to answer raw single-input latency questions. */
 class LimitChild {
   private readonly proc: Subprocess<"pipe", "pipe", "inherit">;
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  private buffered = "";
-  private readonly dec = new TextDecoder();
+  private readonly lines: Lines;
 
   constructor(opts: LimitOptions) {
     this.proc = Bun.spawn([process.execPath, join(REPO_ROOT, "bench", "limit.ts"), JSON.stringify(opts)], { stdin: "pipe", stdout: "pipe", stderr: "inherit", cwd: REPO_ROOT });
-    this.reader = this.proc.stdout.getReader();
+    this.lines = new Lines(this.proc, "limit child");
   }
 
   get pid(): number {
     return this.proc.pid;
   }
 
-  async line(): Promise<string> {
-    for (;;) {
-      const nl = this.buffered.indexOf("\n");
-      if (nl >= 0) {
-        const l = this.buffered.slice(0, nl);
-        this.buffered = this.buffered.slice(nl + 1);
-        return l;
-      }
-      const { done, value } = await this.reader.read();
-      if (done) throw new Error(`limit child ended (exit ${await this.proc.exited})`);
-      this.buffered += this.dec.decode(value, { stream: true });
-    }
-  }
-
   async result(): Promise<LimitResult> {
-    return JSON.parse(await this.line()) as LimitResult;
+    return JSON.parse(await this.lines.next()) as LimitResult;
   }
 
   /** One raw onnxruntime run of request k of the 1-input cell, in ms. */
   async raw(k: number): Promise<number> {
     this.proc.stdin.write(`${k}\n`);
     this.proc.stdin.flush();
-    return Number(await this.line());
+    return Number(await this.lines.next());
   }
 
   /** The final measurement once more (same batches, same passes), now. */
   async again(): Promise<SweepPoint> {
     this.proc.stdin.write("again\n");
     this.proc.stdin.flush();
-    return JSON.parse(await this.line()) as SweepPoint;
+    return JSON.parse(await this.lines.next()) as SweepPoint;
   }
 
   async quit(): Promise<void> {
