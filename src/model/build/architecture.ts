@@ -1,0 +1,19 @@
+// What one architecture file provides: which config.json architectures / model types it builds, and the graph.
+import type { Builder } from "./blocks";
+
+/** The graph's result tensors: per-token states (output last_hidden_state), and a classifier's logits (output logits). */
+export interface Built {
+  hidden: string;
+  /** [batch, labels] for sequence classification; [batch, sequence, vocab] for a causal LM head. */
+  logits?: string;
+  /** Per-position logits ([B, S, V]) rather than one row per sequence. */
+  tokenLogits?: boolean;
+}
+
+export interface Architecture {
+  /** config.json `architectures` entries this file builds. */
+  architectures: readonly string[];
+  /** config.json `model_type` values it builds (used when `architectures` is absent). */
+  modelTypes: readonly string[];
+  build(b: Builder): Built;
+}

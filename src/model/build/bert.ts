@@ -1,0 +1,71 @@
+// BERT, RoBERTa and XLM-RoBERTa encoders (post-LayerNorm, absolute positions), their base models and their
+// sequence-classification heads (BERT's pooler + classifier, RoBERTa's dense + tanh + out_proj).
+import { ModelLoadError } from "../../errors";
+import { arangePositions, bertSublayers, Builder, embed, fusedSelfAttention, maskIndex, postNormSublayers, textInputs } from "./blocks";
+import type { Architecture, Built } from "./architecture";
+
+/** BERT-style embeddings, encoder layers and heads; `roberta`: positions counted from padding_idx + 1. */
+function buildBertLike(b: Builder, roberta: boolean): Built {
+  const g = b.g;
+  b.usePrefix("embeddings.word_embeddings.weight", ["bert.", "roberta.", "model."]);
+  const eps = b.num("layer_norm_eps", 1e-12);
+  const heads = b.num("num_attention_heads");
+  const layers = b.num("num_hidden_layers");
+  const act = String(b.config.hidden_act ?? "gelu");
+  if (b.config.position_embedding_type !== undefined && b.config.position_embedding_type !== "absolute") {
+    throw new ModelLoadError(`position_embedding_type ${String(b.config.position_embedding_type)} is not built (only absolute)`);
+  }
+  const types = b.has("embeddings.token_type_embeddings.weight");
+  const inputs = textInputs(g, { tokenTypes: types });
+
+  let positions: string;
+  if (roberta) {
+    // create_position_ids_from_input_ids: padding_idx + cumsum(ids != pad) for real tokens, padding_idx for pads.
+    const pad = b.num("pad_token_id", 1);
+    const real = g.op("Cast", [g.op("Not", [g.op("Equal", [inputs.ids, g.constInt(pad)])])], { to: 7 });
+    positions = g.op("Add", [g.op("Mul", [g.op("CumSum", [real, g.constInt(1)]), real]), g.constInt(pad)]);
+  } else {
+    positions = arangePositions(g, inputs.ids);
+  }
+  let h = g.op("Add", [embed(b, inputs.ids, "embeddings.word_embeddings"), embed(b, positions, "embeddings.position_embeddings")]);
+  if (types) h = g.op("Add", [h, embed(b, inputs.types!, "embeddings.token_type_embeddings")]);
+  h = b.layerNorm(h, "embeddings.LayerNorm", eps);
+
+  const mask = maskIndex(g, inputs.mask);
+  for (let i = 0; i < layers; i++) {
+    const p = `encoder.layer.${i}`;
+    const ctx = fusedSelfAttention(b, h, { q: `${p}.attention.self.query`, k: `${p}.attention.self.key`, v: `${p}.attention.self.value` }, heads, mask);
+    h = postNormSublayers(b, h, ctx, bertSublayers(p), act, eps);
+  }
+  return { hidden: h };
+}
+
+/** The first token's state, [B, H]. */
+function firstToken(b: Builder, h: string): string {
+  const g = b.g;
+  return g.op("Squeeze", [g.op("Slice", [h, g.constInt([0]), g.constInt([1]), g.constInt([1])]), g.constInt([1])]);
+}
+
+export const bert: Architecture = {
+  architectures: ["BertModel", "BertForSequenceClassification", "HF_ColBERT"],
+  modelTypes: ["bert"],
+  build(b) {
+    const { hidden } = buildBertLike(b, false);
+    if (!b.w.has("classifier.weight")) return { hidden };
+    // BertForSequenceClassification: classifier(tanh(pooler(h[:, 0]))).
+    const pooled = b.activation(b.linear(firstToken(b, hidden), "pooler.dense"), "tanh");
+    return { hidden, logits: b.linear(pooled, "classifier", { top: true }) };
+  },
+};
+
+export const roberta: Architecture = {
+  architectures: ["RobertaModel", "XLMRobertaModel", "RobertaForSequenceClassification", "XLMRobertaForSequenceClassification"],
+  modelTypes: ["roberta", "xlm-roberta"],
+  build(b) {
+    const { hidden } = buildBertLike(b, true);
+    if (!b.w.has("classifier.out_proj.weight")) return { hidden };
+    // RobertaClassificationHead: out_proj(tanh(dense(h[:, 0]))).
+    const x = b.activation(b.linear(firstToken(b, hidden), "classifier.dense", { top: true }), "tanh");
+    return { hidden, logits: b.linear(x, "classifier.out_proj", { top: true }) };
+  },
+};

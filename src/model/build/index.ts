@@ -1,0 +1,198 @@
+// Graphs built from config.json + safetensors: the architectures the builder knows (one file each, one line here),
+// the choice between a repository's ONNX export and a built graph, and the cache of built graphs.
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { Dtype, GraphMode } from "../../config";
+import { ModelLoadError } from "../../errors";
+import { log } from "../../log";
+import type { Architecture, Built } from "./architecture";
+import { bert, roberta } from "./bert";
+import { deberta } from "./deberta";
+import { distilbert } from "./distilbert";
+import { gemma3 } from "./gemma3";
+import { modernbert } from "./modernbert";
+import { mpnet } from "./mpnet";
+import { nomic } from "./nomic";
+import { qwen3 } from "./qwen3";
+import { Builder } from "./blocks";
+import { ElemType, Graph } from "./graph";
+import { safetensorsFiles, shardsOfIndex, Weights } from "../safetensors";
+
+export const ARCHITECTURES: readonly Architecture[] = [bert, roberta, distilbert, mpnet, modernbert, nomic, deberta, qwen3, gemma3];
+
+/** Bumped whenever a built graph changes for the same weights: older cached graphs are then rebuilt. */
+export const BUILDER_VERSION = 1;
+
+
+/** The architecture that builds a config, or null. */
+export function architectureFor(config: Record<string, unknown>): Architecture | null {
+  const names = Array.isArray(config.architectures) ? config.architectures.map(String) : [];
+  if (names.length) return ARCHITECTURES.find((a) => names.some((n) => a.architectures.includes(n))) ?? null;
+  return ARCHITECTURES.find((a) => a.modelTypes.includes(String(config.model_type ?? ""))) ?? null;
+}
+
+/** Every architecture name the builder knows, for messages and docs. */
+export function knownArchitectures(): string[] {
+  return ARCHITECTURES.flatMap((a) => a.architectures);
+}
+
+function describe(config: Record<string, unknown>): string {
+  return Array.isArray(config.architectures) && config.architectures.length ? config.architectures.map(String).join(", ") : `model_type ${String(config.model_type ?? "unknown")}`;
+}
+
+/** The refusal for an architecture the builder does not know: what it is, what is known, how to export one. */
+export function unknownArchitectureMessage(config: Record<string, unknown>, modelId: string): string {
+  const dir = `${modelId.split("/").pop() || "model"}-onnx`;
+  return (
+    `the graph builder does not know ${describe(config)} (it builds ${knownArchitectures().join(", ")}). ` +
+    `Export the model with \`optimum-cli export onnx --model ${modelId} ${dir}\` (pip install "optimum[onnxruntime]") and serve the folder: --model-id ./${dir}`
+  );
+}
+
+/** Whether a repository listing has an ONNX export at the root or in onnx/. */
+export function hasOnnxExport(files: readonly string[]): boolean {
+  return files.some((f) => /^(onnx\/)?[^/]+\.onnx$/.test(f));
+}
+
+/** The dtypes a built graph comes in. */
+export const BUILT_DTYPES: readonly Dtype[] = ["auto", "float32"];
+
+/**
+ * Export or build, and why: `export` never builds; `build` always does (the weights must be there); `auto` builds
+ * only when the repository has no ONNX export but has safetensors weights.
+ */
+export function chooseGraph(files: readonly string[], mode: GraphMode, dtype: Dtype = "auto"): { build: boolean; reason: string } {
+  const weights = safetensorsFiles(files) !== null;
+  const exported = hasOnnxExport(files);
+  let choice: { build: boolean; reason: string };
+  if (mode === "export") choice = { build: false, reason: "--graph export" };
+  else if (mode === "build") {
+    if (!weights) throw new ModelLoadError("--graph build needs model.safetensors (or model.safetensors.index.json and its shards); the repository has none");
+    choice = { build: true, reason: "--graph build" };
+  } else if (exported) choice = { build: false, reason: "the repository's ONNX export (--graph auto)" };
+  else if (!weights) choice = { build: false, reason: "no ONNX export and no safetensors weights" };
+  else choice = { build: true, reason: "no ONNX export in the repository (--graph auto): built from config.json and safetensors" };
+  if (choice.build && !BUILT_DTYPES.includes(dtype)) {
+    throw new ModelLoadError(
+      `--dtype ${dtype}: built graphs are float32 (${choice.reason}); serve it with --dtype float32${exported ? " or the repository's export (--graph export)" : ", or export the dtype with optimum-cli and serve that folder"}`,
+    );
+  }
+  return choice;
+}
+
+/** Files a hub download needs for a built graph: the safetensors and, when sharded, the index (its shards follow). */
+export function weightFilesToFetch(files: readonly string[]): string[] {
+  const found = safetensorsFiles(files);
+  if (!found) return [];
+  return found.index ? [found.index] : found.shards;
+}
+
+/**
+ * The folder a built graph is cached in: named by the weights' identity (real folder path, size and modification
+ * time of config.json and every weight file), the dtype and the builder version, so a changed model or a new builder
+ * builds again. Hub snapshots are named by commit, so their identity is stable.
+ */
+export function graphCacheDir(root: string, dir: string, files: readonly string[], dtype: string): string {
+  const found = safetensorsFiles(files);
+  const weightFiles = found?.index ? [found.index, ...shardsOfIndex(JSON.parse(readFileSync(join(dir, found.index), "utf8"))).sort()] : found?.shards ?? [];
+  const hash = createHash("sha256").update(realpathSync(dir));
+  for (const f of [existsSync(join(dir, "config.json")) ? "config.json" : "onnx/config.json", ...weightFiles]) {
+    const st = statSync(join(dir, f));
+    hash.update(`|${f}:${st.size}:${Math.round(st.mtimeMs)}`);
+  }
+  hash.update(`|${dtype}|${BUILDER_VERSION}`);
+  return join(root, "infinity-graphs", hash.digest("hex").slice(0, 24));
+}
+
+/** Which graph a model runs, and why: what the layout, the load log and GET /models read. */
+export interface GraphChoice {
+  source: "export" | "build";
+  reason: string;
+  /** The built graph's absolute path (its weights in <path>.data); null for an export, which the layout chooses. */
+  path: string | null;
+  /** Whether the built graph came from the cache; false for an export. */
+  cached: boolean;
+  /** Time to build (or find) the graph; 0 for an export. */
+  seconds: number;
+  /** The config.json architecture it was built as; null for an export. */
+  architecture: string | null;
+}
+
+function readConfig(dir: string): Record<string, unknown> {
+  for (const f of ["config.json", "onnx/config.json"]) {
+    const path = join(dir, f);
+    if (!existsSync(path)) continue;
+    try {
+      return JSON.parse(readFileSync(path, "utf8"));
+    } catch (e) {
+      throw new ModelLoadError(`${path} is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  throw new ModelLoadError(`${dir}: missing config.json`);
+}
+
+/** The graph a model folder runs under a --graph mode: the export (left to the layout), or built now / from the cache. */
+export function prepareGraph(dir: string, files: readonly string[], modelId: string, mode: GraphMode, dtype: Dtype, cacheRoot: string): GraphChoice {
+  const { build, reason } = chooseGraph(files, mode, dtype);
+  if (!build) return { source: "export", reason, path: null, cached: false, seconds: 0, architecture: null };
+  const built = builtGraph(dir, files, readConfig(dir), cacheRoot, modelId);
+  return { source: "build", reason, path: built.path, cached: built.cached, seconds: built.ms / 1000, architecture: built.architecture };
+}
+
+export interface BuiltGraph {
+  /** The graph file (its weights in <path>.data beside it). */
+  path: string;
+  /** Whether it came from the cache. */
+  cached: boolean;
+  ms: number;
+  architecture: string;
+}
+
+/**
+ * The built graph of a model folder, from the cache or built now into it. Built into a temporary folder and renamed,
+ * so a crash or a second process never leaves a half-written graph where the cache is read.
+ */
+export function builtGraph(dir: string, files: readonly string[], config: Record<string, unknown>, cacheRoot: string, modelId: string): BuiltGraph {
+  const started = performance.now();
+  const arch = architectureFor(config);
+  if (!arch) throw new ModelLoadError(unknownArchitectureMessage(config, modelId));
+  const folder = graphCacheDir(cacheRoot, dir, files, "float32");
+  const path = join(folder, "model.onnx");
+  if (existsSync(path)) return { path, cached: true, ms: performance.now() - started, architecture: describe(config) };
+  const tmp = `${folder}.tmp-${process.pid}-${Date.now()}`;
+  mkdirSync(tmp, { recursive: true });
+  try {
+    writeGraph(arch, dir, files, config, join(tmp, "model.onnx"));
+    try {
+      renameSync(tmp, folder);
+    } catch (e) {
+      // Another process built it first: use theirs.
+      if (!existsSync(path)) throw e;
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw e;
+  }
+  const ms = performance.now() - started;
+  log.info("graph built from config.json and safetensors", { architecture: describe(config), folder, ms: Math.round(ms) });
+  return { path, cached: false, ms, architecture: describe(config) };
+}
+
+/** Writes the graph of one architecture and its weights (model.onnx + model.onnx.data). */
+export function writeGraph(arch: Architecture, dir: string, files: readonly string[], config: Record<string, unknown>, path: string): void {
+  const weights = new Weights(dir, files);
+  const g = new Graph(`${path}.data`);
+  try {
+    const b = new Builder(g, weights, config);
+    const built: Built = arch.build(b);
+    const hidden = Number(config.hidden_size ?? config.d_model ?? config.dim);
+    g.output(built.hidden, "last_hidden_state", ElemType.float, ["batch", "sequence", Number.isFinite(hidden) ? hidden : "hidden"]);
+    if (built.logits) g.output(built.logits, "logits", ElemType.float, built.tokenLogits ? ["batch", "sequence", "vocab"] : ["batch", "labels"]);
+    g.write(path, `infinity graph builder ${BUILDER_VERSION}`);
+  } catch (e) {
+    g.abandon();
+    throw e;
+  }
+}

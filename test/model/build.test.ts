@@ -1,0 +1,119 @@
+// The graph builder's decisions and its weight reading, as units: export or build (--graph), the refusals, the cache
+// folder's identity, float16 / bfloat16 decoding, sharded weights and the architecture table. Parity of the built
+// graphs through the API: test/server/built-graphs.test.ts.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, utimesSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ModelLoadError } from "../../src/errors";
+import { architectureFor, builtGraph, chooseGraph, graphCacheDir, knownArchitectures, unknownArchitectureMessage } from "../../src/model/build";
+import { decodeFloat, Weights } from "../../src/model/safetensors";
+import { listFolder } from "../../src/model/resolve";
+import { fixture, shardedCopy, writeSafetensors } from "../helpers";
+
+const tmp = (name: string) => mkdtempSync(join(tmpdir(), `infinity-build-${name}-`));
+
+describe("export or build (--graph)", () => {
+  const exported = ["config.json", "tokenizer.json", "model.safetensors", "onnx/model.onnx"];
+  const weightsOnly = ["config.json", "tokenizer.json", "model.safetensors"];
+  const sharded = ["config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"];
+  test("auto builds only without an export and with weights; export never; build always", () => {
+    expect(chooseGraph(exported, "auto")).toEqual({ build: false, reason: "the repository's ONNX export (--graph auto)" });
+    expect(chooseGraph(["config.json", "model.onnx"], "auto").build).toBe(false);
+    expect(chooseGraph(weightsOnly, "auto")).toEqual({ build: true, reason: expect.stringContaining("no ONNX export") });
+    expect(chooseGraph(sharded, "auto").build).toBe(true);
+    expect(chooseGraph(["config.json", "pytorch_model.bin"], "auto").build).toBe(false);
+    expect(chooseGraph(weightsOnly, "export")).toEqual({ build: false, reason: "--graph export" });
+    expect(chooseGraph(exported, "build")).toEqual({ build: true, reason: "--graph build" });
+  });
+
+  test("refusals say what to do: build without safetensors, a dtype built graphs do not come in", () => {
+    expect(() => chooseGraph(["config.json", "pytorch_model.bin", "onnx/model.onnx"], "build")).toThrow(/--graph build needs model\.safetensors/);
+    expect(() => chooseGraph(weightsOnly, "auto", "float16")).toThrow(/--dtype float16: built graphs are float32 .*--dtype float32, or export/);
+    expect(() => chooseGraph(exported, "build", "int8")).toThrow(/--dtype int8: built graphs are float32 .*--graph export/);
+    expect(chooseGraph(exported, "auto", "int8").build).toBe(false);
+  });
+});
+
+describe("architectures", () => {
+  test("by config.json architectures, else model_type; unknown ones refused with the known list and optimum-cli", () => {
+    expect(architectureFor({ architectures: ["XLMRobertaModel"] })?.architectures).toContain("RobertaModel");
+    expect(architectureFor({ model_type: "distilbert" })?.architectures).toContain("DistilBertModel");
+    expect(architectureFor({ architectures: ["Qwen3ForCausalLM"], model_type: "qwen3" })?.architectures).toContain("Qwen3Model");
+    expect(architectureFor({ architectures: ["LlamaModel"], model_type: "qwen3" })).toBeNull();
+    for (const name of ["BertModel", "BertForSequenceClassification", "RobertaModel", "XLMRobertaModel", "DistilBertModel", "MPNetModel", "ModernBertModel",
+      "NomicBertModel", "Qwen3Model", "Qwen3ForSequenceClassification", "Qwen3ForCausalLM", "Gemma3TextModel", "DebertaV2Model", "DebertaV2ForSequenceClassification"]) {
+      expect(knownArchitectures()).toContain(name);
+    }
+    const msg = unknownArchitectureMessage({ architectures: ["LlamaModel"] }, "org/llama-embed");
+    expect(msg).toContain("does not know LlamaModel");
+    expect(msg).toContain("Gemma3TextModel");
+    expect(msg).toContain("optimum-cli export onnx --model org/llama-embed llama-embed-onnx");
+  });
+
+  test("a known architecture whose weights are not its layout is refused, and nothing is cached", () => {
+    const dir = tmp("wrong");
+    writeSafetensors(join(dir, "model.safetensors"), { "foo.weight": { dtype: "F32", shape: [2], bytes: new Uint8Array(8) } });
+    Bun.write(join(dir, "config.json"), "{}");
+    const root = tmp("wrong-cache");
+    expect(() => builtGraph(dir, ["config.json", "model.safetensors"], { architectures: ["BertModel"], hidden_size: 2 }, root, "m")).toThrow(ModelLoadError);
+    expect(listFolder(root)).toEqual([]);
+  });
+});
+
+describe("weights", () => {
+  test("float16 and bfloat16 decode exactly (normal, subnormal, max, signed zero, infinity)", () => {
+    const half = new Uint16Array([0x3c00, 0xc100, 0x7bff, 0x0001, 0x8000, 0x7c00, 0x3555]);
+    expect([...decodeFloat(new Uint8Array(half.buffer), "F16", "t")]).toEqual([1, -2.5, 65504, 2 ** -24, -0, Infinity, 0.333251953125]);
+    const bf = new Uint16Array([0x3f80, 0xc020, 0x4049, 0x0001]);
+    expect([...decodeFloat(new Uint8Array(bf.buffer), "BF16", "t")]).toEqual([1, -2.5, 3.140625, new Float32Array(new Uint32Array([0x10000]).buffer)[0]!]);
+    expect(() => decodeFloat(new Uint8Array(8), "I64", "tensor x")).toThrow(/tensor x is I64; only F32, F16 and BF16/);
+  });
+
+  test("tensors at odd offsets, read through the mapped file", () => {
+    const dir = tmp("odd");
+    writeSafetensors(join(dir, "model.safetensors"), {
+      "a": { dtype: "F16", shape: [1], bytes: new Uint8Array(new Uint16Array([0x3c00]).buffer) },
+      "b": { dtype: "F32", shape: [2], bytes: new Uint8Array(new Float32Array([0.5, -7]).buffer) },
+    });
+    const w = new Weights(dir, ["model.safetensors"]);
+    expect([...w.float("b")]).toEqual([0.5, -7]);
+    expect(w.shape("b")).toEqual([2]);
+    expect(w.unused()).toEqual(["a"]);
+  });
+
+  test("sharded weights build the same graph as the single file; a missing shard is named", () => {
+    const single = fixture("distilbert-embed");
+    const dir = join(tmp("sharded"), "m");
+    shardedCopy(single, dir, 3);
+    const files = listFolder(dir);
+    expect(files.filter((f) => /^model-0000\d-of-00003\.safetensors$/.test(f)).length).toBe(3);
+    const config = JSON.parse(readFileSync(join(single, "config.json"), "utf8"));
+    const a = builtGraph(single, listFolder(single), config, tmp("cache-a"), "m");
+    const b = builtGraph(dir, files, config, tmp("cache-b"), "m");
+    expect(readFileSync(`${b.path}.data`).equals(readFileSync(`${a.path}.data`))).toBe(true);
+    expect(readFileSync(b.path).equals(readFileSync(a.path))).toBe(true);
+    Bun.spawnSync(["rm", join(dir, "model-00002-of-00003.safetensors")]);
+    expect(() => new Weights(dir, listFolder(dir))).toThrow(/weight shard model-00002-of-00003\.safetensors is missing/);
+  });
+});
+
+describe("the graph cache", () => {
+  test("named by the weights' identity, the dtype and the builder version; a second call reads it", () => {
+    const dir = join(tmp("ident"), "m");
+    shardedCopy(fixture("distilbert-embed"), dir, 1);
+    const files = listFolder(dir);
+    const root = tmp("root");
+    const first = graphCacheDir(root, dir, files, "float32");
+    expect(first.startsWith(join(root, "infinity-graphs"))).toBe(true);
+    expect(graphCacheDir(root, dir, files, "float32")).toBe(first);
+    expect(graphCacheDir(root, dir, files, "int8")).not.toBe(first);
+    const shard = join(dir, "model-00001-of-00001.safetensors");
+    utimesSync(shard, new Date(), new Date(Date.now() + 5000));
+    expect(graphCacheDir(root, dir, files, "float32")).not.toBe(first);
+    const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+    const built = builtGraph(dir, files, config, root, "m");
+    expect(built.cached).toBe(false);
+    expect(builtGraph(dir, files, config, root, "m")).toMatchObject({ cached: true, path: built.path });
+  });
+});
