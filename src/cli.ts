@@ -7,6 +7,7 @@ import { apiKeyFileOption, buildConfig, helpText, parseArgv, type ServerConfig }
 import { ConfigError, ModelLoadError } from "./errors";
 import { configureLog, log } from "./log";
 import { hubSettingsFromEnv, resolveModel } from "./model/resolve";
+import { prepareGraph } from "./model/build";
 import { startServer } from "./server/serve";
 
 export { VERSION } from "./version";
@@ -69,7 +70,11 @@ export async function main(argv: string[], env: Record<string, string | undefine
 
   if (config.preloadOnly) {
     try {
-      await Promise.all(config.models.map((m) => resolveModel(m.modelId, m.revision, m.dtype, hub)));
+      // Built graphs are built now too, so an image baked with --preload-only starts from its cache.
+      await Promise.all(config.models.map(async (m) => {
+        const r = await resolveModel(m.modelId, m.revision, m.dtype, hub, m.graph);
+        prepareGraph(r.dir, r.files, m.modelId, m.graph, m.dtype, hub.cacheDir);
+      }));
     } catch (e) {
       log.error((e as Error).message);
       return 1;

@@ -3,6 +3,8 @@
 import { ConfigError } from "./errors";
 
 export type Dtype = "auto" | "float32" | "float16" | "int8";
+/** Which graph runs: the repository's ONNX export, one built from config.json + safetensors, or the export when there is one. */
+export type GraphMode = "auto" | "export" | "build";
 export type PoolingMethod = "auto" | "mean" | "cls" | "max" | "last" | "splade";
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -13,6 +15,7 @@ export interface ModelConfig {
   batchSize: number;
   maxBatchTokens: number;
   dtype: Dtype;
+  graph: GraphMode;
   device: string;
   poolingMethod: PoolingMethod;
   modelWarmup: boolean;
@@ -135,6 +138,7 @@ export interface OptionSpec {
 }
 
 export const DTYPES: readonly Dtype[] = ["auto", "float32", "float16", "int8"];
+export const GRAPH_MODES: readonly GraphMode[] = ["auto", "export", "build"];
 export const POOLING_METHODS: readonly PoolingMethod[] = ["auto", "mean", "cls", "max", "last", "splade"];
 export const DEVICES = ["auto", "cpu", "cuda", "tensorrt", "coreml", "dml", "webgpu"] as const;
 
@@ -153,6 +157,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "token budget of one batch: padded length x batch size; a longer input runs alone; 0 times batches of doubling size at warm-up and moves off that constant only to a size that runs at least 10% more tokens/s (sizes past the peak are not tried; GET /models shows max_batch_tokens_source)" },
   { name: "dtype", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DTYPES,
     help: "which ONNX export to load: float32 (model.onnx), float16 (model_fp16.onnx), int8 (model_quantized.onnx / model_int8.onnx); auto prefers float32" },
+  { name: "graph", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: GRAPH_MODES,
+    help: "which graph runs: export (the repository's ONNX file), build (built at load from config.json and safetensors, cached under the cache dir's infinity-graphs/), or auto: the export when the repository has one, else built; GET /models says which ran and why" },
   { name: "device", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DEVICES,
     help: "onnxruntime execution provider; falls back to cpu with a warning when unavailable" },
   { name: "pooling-method", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: POOLING_METHODS,
@@ -220,7 +226,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { name: "shutdown-timeout", kind: "int", perModel: false, default: 30,
     help: "seconds to finish queued work after SIGTERM/SIGINT" },
   { name: "cache-dir", kind: "string", perModel: false, default: null, defaultLabel: "$INFINITY_HOME or $HF_HOME/hub",
-    help: "where hub downloads are cached" },
+    help: "where hub downloads and built graphs (infinity-graphs/) are cached" },
   { name: "result-cache", kind: "string", perModel: false, default: null, defaultLabel: "off",
     help: "cache results per input: memory (in-process LRU), sqlite:PATH (file, survives restarts) or redis://HOST:PORT (shared by replicas); a failing cache is skipped, never fails a request" },
   { name: "result-cache-size-mb", kind: "int", perModel: false, default: 1024,
@@ -232,7 +238,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { name: "model-load-retry-seconds", kind: "int", perModel: false, default: 10,
     help: "after a model's load fails, requests for it get 503 model_load_failed with Retry-After for this long before one tries again (doubling with each further failure, up to 5 minutes; 0: every request tries)" },
   { name: "preload-only", kind: "bool", perModel: false, default: false,
-    help: "download/resolve every model, then exit 0" },
+    help: "download/resolve every model and build the graphs that are built (--graph), then exit 0" },
   { name: "config", kind: "string", perModel: false, default: null, cliOnly: true,
     help: "TOML config file with server keys and [[models]] tables" },
 ];
@@ -396,6 +402,7 @@ export function buildConfig(src: Sources): ServerConfig {
   const batchSize = perModel("batch-size");
   const maxBatchTokens = perModel("max-batch-tokens");
   const dtype = perModel("dtype");
+  const graph = perModel("graph");
   const device = perModel("device");
   const pooling = perModel("pooling-method");
   const warmup = perModel("model-warmup");
@@ -427,6 +434,7 @@ export function buildConfig(src: Sources): ServerConfig {
       batchSize: bs,
       maxBatchTokens: mbt,
       dtype: dtype[i] as Dtype,
+      graph: graph[i] as GraphMode,
       device: device[i] as string,
       poolingMethod: pooling[i] as PoolingMethod,
       modelWarmup: warmup[i] as boolean,

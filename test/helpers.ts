@@ -1,10 +1,11 @@
 // Shared test helpers: fixture paths, reference files, and an in-process server on a free loopback port.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { buildConfig } from "../src/config";
+import { writeSafetensors } from "../src/model/safetensors";
 import { configureLog } from "../src/log";
 import type { HubSettings } from "../src/model/resolve";
 import { startServer, type RunningServer } from "../src/server/serve";
@@ -182,7 +183,8 @@ export async function startTestServer(flags: Record<string, string | string[]>, 
   if (!map.has("tokenizer-workers")) map.set("tokenizer-workers", ["1"]);
   if (!map.has("num-threads")) map.set("num-threads", ["1"]);
   const config = buildConfig({ flags: map, env, file: null, cpuCount: 2 });
-  const server = startServer(config, offlineHub);
+  // Graphs built from safetensors are cached under the cache dir: a test that builds names its own (--cache-dir).
+  const server = startServer(config, config.cacheDir ? { ...offlineHub, cacheDir: config.cacheDir } : offlineHub);
   await server.loaded;
   return server;
 }
@@ -241,4 +243,31 @@ export function sparseDiff(got: { indices: number[]; values: number[] }, want: {
   let d = 0;
   for (const i of new Set([...a.keys(), ...b.keys()])) d = Math.max(d, Math.abs((a.get(i) ?? 0) - (b.get(i) ?? 0)));
   return d;
+}
+
+/**
+ * A copy of a model folder whose model.safetensors is split into `shards` files named by model.safetensors.index.json,
+ * as transformers saves large models (tensors in file order, dealt out in runs).
+ */
+export function shardedCopy(source: string, dest: string, shards: number): void {
+  cpSync(source, dest, { recursive: true });
+  const bytes = readFileSync(join(dest, "model.safetensors"));
+  const length = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + length).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  delete (header as Record<string, unknown>).__metadata__;
+  const names = Object.keys(header);
+  const per = Math.ceil(names.length / shards);
+  const weightMap: Record<string, string> = {};
+  for (let s = 0; s < shards; s++) {
+    const file = `model-${String(s + 1).padStart(5, "0")}-of-${String(shards).padStart(5, "0")}.safetensors`;
+    const part: Record<string, { dtype: string; shape: number[]; bytes: Uint8Array }> = {};
+    for (const n of names.slice(s * per, (s + 1) * per)) {
+      const t = header[n]!;
+      part[n] = { dtype: t.dtype, shape: t.shape, bytes: bytes.subarray(8 + length + t.data_offsets[0], 8 + length + t.data_offsets[1]) };
+      weightMap[n] = file;
+    }
+    writeSafetensors(join(dest, file), part);
+  }
+  rmSync(join(dest, "model.safetensors"));
+  writeFileSync(join(dest, "model.safetensors.index.json"), JSON.stringify({ metadata: { total_size: bytes.length }, weight_map: weightMap }));
 }

@@ -1,6 +1,6 @@
 // A model's cache scope: the identity of the weights and every load setting that changes the model's raw output.
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
+import { basename, join, resolve } from "node:path";
 import type { ModelLayout } from "../model/layout";
 import type { ResolvedModel } from "../model/resolve";
 import { cacheScope } from "./cache";
@@ -21,7 +21,7 @@ export function modelCacheScope(modelId: string, resolved: Pick<ResolvedModel, "
     }
     weights = realpathSync(resolved.dir);
     for (const f of files) {
-      const st = statSync(join(resolved.dir, f));
+      const st = statSync(resolve(resolved.dir, f));
       weights += `|${f}:${st.size}:${Math.round(st.mtimeMs)}`;
     }
   } else {

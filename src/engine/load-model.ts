@@ -1,7 +1,7 @@
 // Loads one model from its layout: what every model needs (tokenizer, the per-input quantization rewrite, session,
 // input checks, token budget, the common ServedModel fields), with the family that serves the layout (families/)
 // adding its own before the session (worker head, prompt, graphs) and building its engines after.
-import { dirname, join, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import type { ModelConfig } from "../config";
 import { ModelLoadError } from "../errors";
 import { log } from "../log";
@@ -84,7 +84,7 @@ async function assemble(c: ModelConfig, layout: ModelLayout, cacheScope: string,
   const plan: FamilyPlan = (await family.prepare?.({ config: c, layout, key, encoder })) ?? {};
   const textLength = plan.textLength ?? tokenizeLength;
   if (plan.textLength !== undefined) encoder = await Encoder.create(layout.tokenizerJson, layout.tokenizerConfig, textLength);
-  const sourceGraph = join(layout.dir, layout.onnxFile);
+  const sourceGraph = resolve(layout.dir, layout.onnxFile);
   const split = plan.split ?? null;
   if (split) graphs.push(split);
   // Dynamically quantized exports quantize each activation over the whole batch: rewritten so each input gets the

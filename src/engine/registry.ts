@@ -9,6 +9,7 @@ import { readLayout, type ModelLayout } from "../model/layout";
 import type { Task } from "../model/model-task";
 import type { MediaPool } from "../media/pool";
 import { resolveModel, type HubSettings } from "../model/resolve";
+import { prepareGraph } from "../model/build";
 import { modelCacheScope } from "../cache/scope";
 import { primeRuntime } from "../model/prime";
 import { returnFreedMemory } from "../model/trim";
@@ -17,6 +18,13 @@ import { Lease, Lifecycle, ModelSlot, type LifecycleSettings, type ModelState } 
 import { loadModel } from "./load-model";
 import { enginesOf, modelError, modelState, poolingOf, type ServedModel } from "./served";
 import { applyMemoryBudget, checkQuantizationRanges, warmUp } from "./warm-up";
+
+/** Which graph runs and why, for the load log. */
+function graphLabel(layout: ModelLayout): string {
+  const g = layout.graph;
+  if (g.source === "export") return `export (${g.reason})`;
+  return `built as ${g.architecture} (${g.reason}; ${g.cached ? "from the cache" : `built in ${g.seconds.toFixed(1)} s`})`;
+}
 
 /** Route families a model can serve. */
 export type Capability = "embed" | "rerank" | "classify" | "embed_sparse";
@@ -211,9 +219,10 @@ export class Registry {
     };
     const read = await Promise.all(
       configs.map((c) =>
-        resolveModel(c.modelId, c.revision, c.dtype, hub)
+        resolveModel(c.modelId, c.revision, c.dtype, hub, c.graph)
           .then((r) => {
-            const layout = readLayout(r.dir, r.files, c.dtype, c.poolingMethod, c.maxLength);
+            const graph = prepareGraph(r.dir, r.files, c.modelId, c.graph, c.dtype, hub.cacheDir);
+            const layout = readLayout(r.dir, r.files, c.dtype, c.poolingMethod, c.maxLength, graph);
             return { layout, scope: modelCacheScope(c.modelId, r, layout) };
           })
           .catch(fail(c)),
@@ -226,7 +235,7 @@ export class Registry {
     }
     for (const slot of this.slots.values()) {
       if (slot.config.load === "startup") await this.lifecycle.load(slot);
-      else log.info("model on demand", { model: slot.name, task: slot.layout.task, file: slot.layout.onnxFile });
+      else log.info("model on demand", { model: slot.name, task: slot.layout.task, file: slot.layout.onnxFile, graph: graphLabel(slot.layout) });
     }
     this.loading = false;
     this.lifecycle.startSweeper();
@@ -253,6 +262,7 @@ export class Registry {
       model: m.name,
       task: m.task,
       file: m.layout.onnxFile,
+      graph: graphLabel(m.layout),
       provider: m.provider,
       dtype: m.layout.dtype,
       pooling: m.task === "embed" ? `${poolingOf(m.layout, m.session).method} (${poolingOf(m.layout, m.session).source})` : undefined,

@@ -4,10 +4,11 @@
 // requests.
 
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Dtype, PoolingMethod } from "../config";
 import { ModelLoadError } from "../errors";
 import { onnxOutputNames } from "./onnx-graph";
+import type { GraphChoice } from "./build";
 import { positionLimit, sane } from "./config-values";
 import { chooseOnnxFile, chooseTowerFiles, externalDataFiles } from "./repo-files";
 import { denseModules, KNOWN_MODULES, poolingFromConfig, readModules, type DenseModule, type Pooling } from "./st-modules";
@@ -34,8 +35,13 @@ export interface ModelLayout {
   task: Task;
   modelType: string;
   architecture: string;
-  /** Path of the chosen ONNX file, relative to dir (the text tower for multimodal models). */
+  /**
+   * Path of the chosen ONNX file, relative to dir (the text tower for multimodal models), or absolute for a graph
+   * built from safetensors (in the cache): open it with resolve(dir, onnxFile).
+   */
   onnxFile: string;
+  /** Which graph runs (the export, or built from config.json + safetensors) and why. */
+  graph: Omit<GraphChoice, "path">;
   /** Inputs this model embeds: ["text"], or ["text", "image"] / ["text", "audio"]. */
   modalities: Modality[];
   /** Multimodal models only. */
@@ -150,7 +156,11 @@ export function towerTaskInstructions(config: Record<string, unknown>): Record<s
   return out;
 }
 
-export function readLayout(dir: string, files: readonly string[], dtype: Dtype, poolingOverride: PoolingMethod, maxLengthOverride = 0): ModelLayout {
+const EXPORTED: GraphChoice = { source: "export", reason: "the repository's ONNX export", path: null, dtype: null, cached: false, seconds: 0, architecture: null };
+
+export function readLayout(
+  dir: string, files: readonly string[], dtype: Dtype, poolingOverride: PoolingMethod, maxLengthOverride = 0, graph: GraphChoice = EXPORTED,
+): ModelLayout {
   const warnings: string[] = [];
   const config = readMetadata(dir, "config.json");
   if (!config) throw new ModelLoadError(`${dir}: missing config.json`);
@@ -169,6 +179,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     warnings.push(`ColPali prompts from ${colpali.promptSource} (query prefix ${JSON.stringify(colpali.queryPrefix)}): no processor_config.json names query_prefix and visual_prompt_prefix`);
   }
   const modality = colpali ? null : mediaModalityOf(config);
+  if (graph.path && (colpali || modality)) throw new ModelLoadError(`the graph builder builds text models; this ${colpali ? "ColPali" : modality} model needs its ONNX export (--graph export)`);
   let onnxFile: string;
   let chosen: Exclude<Dtype, "auto">;
   let media: MediaLayout | null = null;
@@ -190,6 +201,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
         ? sane(tokenizerConfig.model_max_length) ?? sane((config.text_config as Record<string, unknown> | undefined)?.max_position_embeddings) ?? 64
         : null,
     };
+  } else if (graph.path) {
+    onnxFile = graph.path;
+    chosen = graph.dtype ?? "float32";
   } else {
     ({ file: onnxFile, dtype: chosen } = chooseOnnxFile(files, dtype, dir));
   }
@@ -220,7 +234,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
   const multivector = sparse ? null : multiVectorLayout(config, stMeta, readJson(dir, "artifact.metadata"), modules, positionLimit(config));
   // bge-m3 is an XLM-RoBERTa encoder: only those exports are opened to read their output names.
   const hybrid = !sparse && !multivector && !colpali && !media && taskInfo.task === "embed" && String(config.model_type ?? "") === "xlm-roberta"
-    ? hybridLayout(onnxOutputNames(join(dir, onnxFile)), files)
+    ? hybridLayout(onnxOutputNames(resolve(dir, onnxFile)), files)
     : null;
   const task: Task = sparse ? "sparse" : multivector || colpali ? "multivector" : hybrid ? "hybrid" : taskInfo.task;
   const rerankTemplate = rerankTemplateOf(config, tokenizerJson, task);
@@ -290,8 +304,9 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
       : Number(config.hidden_size ?? config.d_model ?? config.n_embd ?? poolingConfig?.embedding_dimension ?? poolingConfig?.word_embedding_dimension);
   let weightBytes = 0;
   const onnxFiles = media && !media.combined ? [media.textFile, media.mediaFile] : [onnxFile];
-  for (const f of onnxFiles.flatMap((o) => [o, ...externalDataFiles(o, files)])) {
-    try { weightBytes += Bun.file(join(dir, f)).size; } catch { /* size is informational */ }
+  const weightFiles = graph.path ? [graph.path, `${graph.path}.data`] : onnxFiles.flatMap((o) => [o, ...externalDataFiles(o, files)]);
+  for (const f of weightFiles) {
+    try { weightBytes += Bun.file(resolve(dir, f)).size; } catch { /* size is informational */ }
   }
 
   return {
@@ -303,6 +318,7 @@ export function readLayout(dir: string, files: readonly string[], dtype: Dtype, 
     modelType: String(config.model_type ?? "unknown"),
     architecture: Array.isArray(config.architectures) ? String(config.architectures[0]) : "unknown",
     onnxFile,
+    graph: { source: graph.source, reason: graph.reason, dtype: graph.dtype, cached: graph.cached, seconds: graph.seconds, architecture: graph.architecture },
     modalities: media ? ["text", media.modality] : colpali ? ["text", "image"] : ["text"],
     media,
     dtype: chosen,

@@ -42,7 +42,8 @@ export function noOnnxMessage(files: readonly string[], modelId: string): string
     `${modelId} has no ONNX export (no .onnx file; ` +
     (weights.length ? `its weights are ${shown})` : `it has ${files.slice(0, 8).join(", ") || "no files"})`) +
     `. Export one with \`optimum-cli export onnx --model ${modelId} ${dir}\` (pip install "optimum[onnxruntime]") ` +
-    `and serve the folder: --model-id ./${dir}`
+    `and serve the folder: --model-id ./${dir}` +
+    (files.some((f) => /^model(\.safetensors|\.safetensors\.index\.json)$/.test(f)) ? `; or let the server build the graph from its safetensors (--graph auto or build)` : "")
   );
 }
 

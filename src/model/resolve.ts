@@ -3,12 +3,14 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, rmSync } from "node:fs";
 import { dirname, join, posix, relative, resolve as resolvePath } from "node:path";
 import { homedir } from "node:os";
-import type { Dtype } from "../config";
+import type { Dtype, GraphMode } from "../config";
 import { ModelLoadError } from "../errors";
 import { log } from "../log";
 import { externalDataFiles, METADATA_FILES, onnxFilesFor } from "./repo-files";
 import { PICKLED_M3_HEADS } from "./hybrid-layout";
 import { onnxExternalDataFiles } from "./onnx-graph";
+import { chooseGraph, weightFilesToFetch } from "./build";
+import { shardsOfIndex } from "./safetensors";
 
 export interface HubSettings {
   /** Hub base URL (HF_ENDPOINT), e.g. https://huggingface.co. */
@@ -66,8 +68,11 @@ export function looksLikeLocalPath(modelId: string): boolean {
   return modelId.startsWith("/") || modelId.startsWith("./") || modelId.startsWith("../") || modelId.startsWith("~") || existsSync(modelId);
 }
 
-/** Which repository files a model needs: metadata, module configs, the ONNX file for the dtype and its data. */
-export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId?: string): string[] {
+/**
+ * Which repository files a model needs: metadata, module configs, and the ONNX file for the dtype and its data, or,
+ * when the graph is built (--graph), the safetensors weights (a sharded model's index; its shards follow it).
+ */
+export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId?: string, graph: GraphMode = "auto"): string[] {
   const wanted = new Set<string>();
   const have = new Set(repoFiles);
   // Metadata at the root, else the copy inside onnx/ (self-contained export folders).
@@ -85,6 +90,10 @@ export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId
   }
   // BAAI/bge-m3's sparse and ColBERT heads (torch.save'd nn.Linear state_dicts, a few MB) beside its encoder export.
   for (const f of PICKLED_M3_HEADS) if (have.has(f)) wanted.add(f);
+  if (chooseGraph(repoFiles, graph, dtype).build) {
+    for (const f of weightFilesToFetch(repoFiles)) wanted.add(f);
+    return [...wanted];
+  }
   for (const file of onnxFilesFor(repoFiles, dtype, modelId)) {
     wanted.add(file);
     for (const f of externalDataFiles(file, repoFiles)) wanted.add(f);
@@ -154,7 +163,7 @@ export function progressLine(label: string, done: number, total: number): string
 }
 
 /** Resolves a model id to a folder, downloading what it needs from the hub into the cache. */
-export async function resolveModel(modelId: string, revision: string, dtype: Dtype, settings: HubSettings): Promise<ResolvedModel> {
+export async function resolveModel(modelId: string, revision: string, dtype: Dtype, settings: HubSettings, graph: GraphMode = "auto"): Promise<ResolvedModel> {
   if (looksLikeLocalPath(modelId)) {
     const dir = resolvePath(modelId.startsWith("~") ? join(homedir(), modelId.slice(1)) : modelId);
     if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ModelLoadError(`model folder not found: ${dir}`);
@@ -174,7 +183,8 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
     }
     const dir = join(repo, "snapshots", cachedCommit);
     const files = listFolder(dir);
-    onnxFilesFor(files, dtype, modelId); // a clear error if the cached snapshot lacks the dtype's file
+    // A clear error if the cached snapshot lacks the dtype's file (or, to build, its weights).
+    if (!chooseGraph(files, graph, dtype).build) onnxFilesFor(files, dtype, modelId);
     return { dir, files, source: "cache" };
   }
 
@@ -186,7 +196,7 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
   const repoFiles = (info.siblings ?? []).map((s) => s.rfilename);
   if (!commit || repoFiles.length === 0) throw new ModelLoadError(`hub returned no file list for ${modelId}@${revision}`);
   const snapshot = join(repo, "snapshots", commit);
-  const needed = filesToFetch(repoFiles, dtype, modelId);
+  const needed = filesToFetch(repoFiles, dtype, modelId, graph);
   const fetchFile = async (file: string) => {
     const dest = join(snapshot, file);
     if (existsSync(dest)) return;
@@ -194,6 +204,16 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
     await download(settings, url, dest, `${modelId}/${file}`);
   };
   for (const file of needed) await fetchFile(file);
+  // A sharded model's shards are named by its index.
+  for (const index of needed.filter((f) => f.endsWith(".safetensors.index.json"))) {
+    const base = posix.dirname(index);
+    for (const shard of shardsOfIndex(JSON.parse(readFileSync(join(snapshot, index), "utf8")))) {
+      const file = posix.normalize(posix.join(base, shard));
+      if (!repoFiles.includes(file)) throw new ModelLoadError(`${modelId}: ${index} names ${file}, which the repository does not have`);
+      if (!needed.includes(file)) needed.push(file);
+      await fetchFile(file);
+    }
+  }
   // External data files besides <file>.onnx_data are known only from the graph itself (BAAI/bge-m3's
   // onnx/Constant_7_attr__value): read what each downloaded ONNX file names and fetch those too.
   for (const onnx of needed.filter((f) => f.endsWith(".onnx"))) {

@@ -239,6 +239,12 @@ export const ModelsResponse = t.Object({
       backend: t.String(),
       model_id: t.String(),
       dtype: t.String(),
+      graph: t.Object({
+        source: t.Union([t.Literal("export"), t.Literal("build")], { description: "the repository's ONNX export, or a graph built from config.json + safetensors" }),
+        reason: t.String(),
+        architecture: t.Union([t.String(), t.Null()]),
+        cached: t.Union([t.Boolean(), t.Null()]),
+      }),
       max_length: Integer(),
       dimensions: t.Union([Integer(), t.Null()]),
       pooling: t.Union([t.String(), t.Null()]),

@@ -136,9 +136,21 @@ describe("compiled binary", () => {
     expect(sharp).toEqual(["sharp-libvips-linux-x64", "sharp-linux-x64"]);
   }, 60_000);
 
-  test("`infinity --model-id` (no v2) starts again on the libraries the first run extracted", async () => {
+  test("`infinity --model-id` (no v2) starts again on the libraries the first run extracted; builds a graph from safetensors", async () => {
     expect(Object.keys(firstRun).length).toBeGreaterThan(0);
-    const { proc, base } = await start([]);
+    // A second model without an ONNX export: its graph is built (onnx-proto inside the binary) under $HOME's cache.
+    const { proc, base } = await start(["--model-id", join(ROOT, "test", "fixtures", "models", "distilbert-embed")]);
+    const distil = (await Bun.file(join(ROOT, "test", "fixtures", "reference", "distilbert-embed.json")).json()) as typeof REFERENCE;
+    const built = await fetch(`${base}/embeddings`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "distilbert-embed", input: distil.cases.map((c) => c.text) }),
+    });
+    expect(built.status).toBe(200);
+    for (const d of ((await built.json()) as { data: { index: number; embedding: number[] }[] }).data) {
+      expect(cosine(d.embedding, distil.cases[d.index]!.embedding)).toBeGreaterThan(0.9999);
+    }
+    expect(readdirSync(join(work, ".cache", "huggingface", "hub", "infinity-graphs")).length).toBe(1);
     const r = await fetch(`${base}/embeddings`, {
       method: "POST",
       headers: { "content-type": "application/json" },

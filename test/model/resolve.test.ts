@@ -7,15 +7,26 @@ import { dirname, join } from "node:path";
 import { filesToFetch, hubSettingsFromEnv, listFolder, progressLine, resolveModel, type HubSettings } from "../../src/model/resolve";
 import { ModelLoadError } from "../../src/errors";
 import { readLayout } from "../../src/model/layout";
-import { fixture, maxAbsDiff, postJson, reference, sparseDiff, startTestServer } from "../helpers";
+import { fixture, l2, maxAbsDiff, postJson, reference, shardedCopy, sparseDiff, startTestServer } from "../helpers";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 const source = fixture("bert-mean-norm");
 const BAAI_EXTRA = ["pytorch_model.bin", "imgs/bm25.jpg", "long.jpg", "onnx/sentencepiece.bpe.model", "sentencepiece.bpe.model"];
 
+// A safetensors-only repository saved in shards (no ONNX export): the server builds its graph.
+const sharded = join(mkdtempSync(join(tmpdir(), "infinity-sharded-")), "m");
+const repoDirs: Record<string, string> = { tiny: source, "no-onnx": source, bare: source, sharded };
+const listings: Record<string, (f: string) => boolean> = {
+  tiny: () => true,
+  "no-onnx": (f) => !f.endsWith(".onnx"),
+  bare: (f) => !f.endsWith(".onnx") && !f.endsWith(".safetensors"),
+  sharded: () => true,
+};
+
 let hub: ReturnType<typeof Bun.serve>;
 const requests: Array<{ path: string; auth: string | null }> = [];
 beforeAll(() => {
+  shardedCopy(fixture("distilbert-embed"), sharded, 2);
   hub = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -23,19 +34,19 @@ beforeAll(() => {
       const url = new URL(req.url);
       requests.push({ path: url.pathname, auth: req.headers.get("authorization") });
       if (url.pathname.startsWith("/api/models/org/private")) return new Response("no", { status: 401 });
-      const info = /^\/api\/models\/org\/(tiny|no-onnx)\/revision\/(.+)$/.exec(url.pathname);
+      const info = /^\/api\/models\/org\/(tiny|no-onnx|bare|sharded)\/revision\/(.+)$/.exec(url.pathname);
       if (info) {
         if (info[2] !== "main" && info[2] !== "v1") return new Response("unknown revision", { status: 404 });
-        const files = listFolder(source).filter((f) => info[1] === "tiny" || !f.endsWith(".onnx"));
+        const files = listFolder(repoDirs[info[1]!]!).filter(listings[info[1]!]!);
         return Response.json({ sha: COMMIT, siblings: files.map((rfilename) => ({ rfilename })) });
       }
       // BAAI/bge-m3's layout: the fixture's files, listed with the repository's PyTorch weights and images (never fetched).
       if (url.pathname === "/api/models/org/bge-m3/revision/main") {
         return Response.json({ sha: COMMIT, siblings: [...listFolder(fixture("bge-m3-baai")), ...BAAI_EXTRA].map((rfilename) => ({ rfilename })) });
       }
-      const file = new RegExp(`^/org/(tiny|bge-m3)/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
+      const file = new RegExp(`^/org/(tiny|no-onnx|sharded|bge-m3)/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
       if (file) {
-        const p = join(file[1] === "tiny" ? source : fixture("bge-m3-baai"), decodeURIComponent(file[2]!));
+        const p = join(file[1] === "bge-m3" ? fixture("bge-m3-baai") : repoDirs[file[1]!]!, decodeURIComponent(file[2]!));
         return existsSync(p) ? new Response(Bun.file(p)) : new Response("missing", { status: 404 });
       }
       return new Response("not found", { status: 404 });
@@ -107,8 +118,35 @@ describe("hub download", () => {
     }
   });
 
+  test("a repository without an ONNX export: its safetensors (a sharded one's index and shards) are fetched, and the built graph serves", async () => {
+    for (const [repo, name, weights] of [["org/no-onnx", "bert-mean-norm", ["model.safetensors"]], ["org/sharded", "distilbert-embed", ["model.safetensors.index.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]]] as const) {
+      const s = settings();
+      const r = await resolveModel(repo, "main", "auto", s);
+      expect(r.files).toEqual(expect.arrayContaining([...weights, "config.json", "tokenizer.json", "1_Pooling/config.json"]));
+      expect(r.files.some((f) => f.endsWith(".onnx"))).toBe(false);
+      const offline = await resolveModel(repo, "main", "auto", { ...s, offline: true, endpoint: "http://127.0.0.1:9" });
+      expect(offline.dir).toBe(r.dir);
+      const server = await startTestServer({ "model-id": r.dir, "served-model-name": "m", "cache-dir": s.cacheDir, "model-warmup": "false" });
+      try {
+        const models = (await (await fetch(`${server.url}/models`)).json()).data;
+        expect(models[0].graph).toMatchObject({ source: "build", cached: false });
+        const cases = (await reference(name)).cases as Array<{ text: string; embedding: number[] }>;
+        const { status, json } = await postJson(`${server.url}/embeddings`, { model: "m", input: cases.map((c) => c.text), encoding_format: "float" });
+        expect(status).toBe(200);
+        cases.forEach((c, i) => expect(maxAbsDiff(json.data[i].embedding, l2(c.embedding))).toBeLessThanOrEqual(1e-4));
+      } finally {
+        await server.shutdown();
+      }
+    }
+    // --graph build on a repository with an export fetches the weights, not the export.
+    const built = await resolveModel("org/tiny", "main", "auto", settings(), "build");
+    expect(built.files).toContain("model.safetensors");
+    expect(built.files.some((f) => f.endsWith(".onnx"))).toBe(false);
+  });
+
   test("clear errors: no ONNX export, unknown revision, gated model, unreachable hub, offline without cache", async () => {
-    await expect(resolveModel("org/no-onnx", "main", "auto", settings())).rejects.toThrow(/no ONNX export.*no \.onnx file/);
+    await expect(resolveModel("org/bare", "main", "auto", settings())).rejects.toThrow(/no ONNX export.*no \.onnx file/);
+    await expect(resolveModel("org/no-onnx", "main", "auto", settings(), "export")).rejects.toThrow(/no ONNX export.*build the graph from its safetensors \(--graph auto or build\)/);
     await expect(resolveModel("org/tiny", "nope", "auto", settings())).rejects.toThrow(/not found on the hub/);
     await expect(resolveModel("org/private", "main", "auto", settings())).rejects.toThrow(/HF_TOKEN/);
     await expect(resolveModel("org/tiny", "main", "auto", settings({ endpoint: "http://127.0.0.1:9" }))).rejects.toThrow(/cannot reach the hub.*HF_HUB_OFFLINE/);
@@ -143,7 +181,11 @@ describe("local folders and settings", () => {
     expect(filesToFetch(["config.json", "idf.json", "tokenizer.json", "onnx/model.onnx"], "auto").sort()).toEqual(["config.json", "idf.json", "onnx/model.onnx", "tokenizer.json"]);
     const inside = ["README.md", "model.safetensors", "onnx/config.json", "onnx/tokenizer.json", "onnx/tokenizer_config.json", "onnx/model.onnx"];
     expect(filesToFetch(inside, "auto").sort()).toEqual(["onnx/config.json", "onnx/model.onnx", "onnx/tokenizer.json", "onnx/tokenizer_config.json"]);
-    expect(() => filesToFetch(["config.json", "model.safetensors"], "auto", "org/m")).toThrow(/org\/m has no ONNX export.*optimum-cli export onnx --model org\/m m-onnx/);
+    expect(() => filesToFetch(["config.json", "pytorch_model.bin"], "auto", "org/m")).toThrow(/org\/m has no ONNX export.*optimum-cli export onnx --model org\/m m-onnx/);
+    // No export, safetensors weights: the graph is built, from the weights (a sharded model's index; shards follow).
+    expect(filesToFetch(["config.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin"], "auto").sort()).toEqual(["config.json", "model.safetensors", "tokenizer.json"]);
+    expect(filesToFetch(["config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors"], "auto").sort()).toEqual(["config.json", "model.safetensors.index.json"]);
+    expect(filesToFetch(repo.concat("model.safetensors"), "auto", "org/m", "build").sort()).toEqual(["1_Pooling/config.json", "config.json", "model.safetensors", "tokenizer.json"]);
     expect(filesToFetch(["config.json", "artifact.metadata", "vespa_colbert.onnx"], "auto").sort()).toEqual(["artifact.metadata", "config.json", "vespa_colbert.onnx"]);
     expect(progressLine("m/f", 50, 100)).toContain("50%");
   });

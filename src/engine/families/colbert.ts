@@ -1,6 +1,6 @@
 // ColBERT (late-interaction) encoders: queries and documents as one vector per token, a prefix token inserted after
 // tokenizing; PyLate's Dense projection runs in the inference worker right after the model.
-import { join } from "node:path";
+import { resolve } from "node:path";
 import { readDenseLayers, type DenseLayer } from "../../model/dense";
 import { onnxOutputNames } from "../../model/onnx-graph";
 import { colbertHead, colbertInput, colbertTokens, multiVectorBatches, multiVectorRunner, multiVectorTokenizeLength, type MultiVector, type MultiVectorBatch, type MultiVectorInput } from "../../tasks/multivector";
@@ -20,7 +20,7 @@ export const colbertFamily: Family<ColbertPlan, Extract<ServedModel, { colbert: 
   tokenizeLength: (layout) => multiVectorTokenizeLength(layout.multivector!),
   async prepare({ layout }) {
     const dense = layout.multivector?.densePath != null ? readDenseLayers(layout.dir, layout.dense) : [];
-    return { dense, head: dense.length ? colbertHead(onnxOutputNames(join(layout.dir, layout.onnxFile)), dense) : undefined };
+    return { dense, head: dense.length ? colbertHead(onnxOutputNames(resolve(layout.dir, layout.onnxFile)), dense) : undefined };
   },
   async build({ layout, key, encoder, plan, session, padId, base, limits, metrics, each, sessionBytes }) {
     const bytes = sessionBytes();

@@ -22,6 +22,8 @@ function describe(e: ModelEntry) {
     backend: m ? `onnxruntime/${m.provider}` : null,
     model_id: e.config.modelId,
     dtype: layout.dtype,
+    // Which graph runs: the repository's ONNX export, or one built from config.json + safetensors, and why.
+    graph: { source: layout.graph.source, reason: layout.graph.reason, architecture: layout.graph.architecture, cached: layout.graph.source === "build" ? layout.graph.cached : null },
     max_length: layout.maxLength,
     // A ColBERT model's vectors have the size of its last Dense projection (known before loading for PyLate folders);
     // ColPali's, config.json's embedding_dim.
