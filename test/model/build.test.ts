@@ -7,9 +7,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ModelLoadError } from "../../src/errors";
 import { architectureFor, builtGraph, chooseGraph, graphCacheDir, knownArchitectures, unknownArchitectureMessage } from "../../src/model/build";
-import { decodeFloat, Weights } from "../../src/model/safetensors";
+import { decodeFloat, Weights, writeSafetensors } from "../../src/model/safetensors";
+import { Builder } from "../../src/model/build/blocks";
+import { ElemType, Graph } from "../../src/model/build/graph";
+import { dequantizeBlockwise, quantizeBlockwise, type Quantization } from "../../src/model/build/quantize";
+import * as ort from "onnxruntime-node";
 import { listFolder } from "../../src/model/resolve";
-import { fixture, shardedCopy, writeSafetensors } from "../helpers";
+import { fixture, shardedCopy } from "../helpers";
 
 const tmp = (name: string) => mkdtempSync(join(tmpdir(), `infinity-build-${name}-`));
 
@@ -29,8 +33,9 @@ describe("export or build (--graph)", () => {
 
   test("refusals say what to do: build without safetensors, a dtype built graphs do not come in", () => {
     expect(() => chooseGraph(["config.json", "pytorch_model.bin", "onnx/model.onnx"], "build")).toThrow(/--graph build needs model\.safetensors/);
-    expect(() => chooseGraph(weightsOnly, "auto", "float16")).toThrow(/--dtype float16: built graphs are float32 .*--dtype float32, or export/);
-    expect(() => chooseGraph(exported, "build", "int8")).toThrow(/--dtype int8: built graphs are float32 .*--graph export/);
+    expect(() => chooseGraph(weightsOnly, "auto", "float16")).toThrow(/--dtype float16: built graphs are float32 or int8 .*--dtype float32 or int8, or export/);
+    expect(() => chooseGraph(exported, "build", "float16")).toThrow(/--dtype float16: built graphs are float32 or int8 .*--graph export/);
+    expect(chooseGraph(exported, "build", "int8").build).toBe(true);
     expect(chooseGraph(exported, "auto", "int8").build).toBe(false);
   });
 });
@@ -115,5 +120,56 @@ describe("the graph cache", () => {
     const built = builtGraph(dir, files, config, root, "m");
     expect(built.cached).toBe(false);
     expect(builtGraph(dir, files, config, root, "m")).toMatchObject({ cached: true, path: built.path });
+  });
+});
+
+describe("int8 weights (MatMulNBits)", () => {
+  const seeded = (n: number, seed: number) => {
+    let s = seed;
+    return Float32Array.from({ length: n }, () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32 - 0.5) * 2);
+  };
+
+  test("block-wise symmetric quantization: within half a step of each weight; 4-bit packs the first value in the low nibble", () => {
+    for (const q of [{ bits: 8, block: 32 }, { bits: 4, block: 16 }] as Quantization[]) {
+      const [n, k] = [3, 40]; // k not a multiple of the block: the last block is padded
+      const w = seeded(n * k, q.bits);
+      const qw = quantizeBlockwise(w, n, k, q);
+      expect(qw.blocks).toBe(Math.ceil(k / q.block));
+      expect(qw.packed.length).toBe((n * qw.blocks * q.block * q.bits) / 8);
+      const back = dequantizeBlockwise(qw, n, k, q);
+      for (let i = 0; i < w.length; i++) {
+        const scale = qw.scales[Math.floor(i / k) * qw.blocks + Math.floor((i % k) / q.block)]!;
+        expect(Math.abs(back[i]! - w[i]!)).toBeLessThanOrEqual(scale / 2 + 1e-7);
+      }
+    }
+    const four = quantizeBlockwise(Float32Array.from([7, -7, 0, 7, ...new Array(12).fill(0)]), 1, 16, { bits: 4, block: 16 });
+    // 7 / scale 1 -> 7 + 8 = 15; -7 -> 1; 0 -> 8: bytes low | high << 4
+    expect([...four.packed.slice(0, 2)]).toEqual([15 | (1 << 4), 8 | (15 << 4)]);
+  });
+
+  test("onnxruntime's MatMulNBits computes x times the dequantized weights (8 and 4 bits)", async () => {
+    const [n, k, rows] = [5, 64, 3];
+    const w = seeded(n * k, 11);
+    const dir = tmp("nbits");
+    writeSafetensors(join(dir, "model.safetensors"), { "l.weight": { dtype: "F32", shape: [n, k], bytes: new Uint8Array(w.buffer) } });
+    const x = seeded(rows * k, 5);
+    for (const q of [{ bits: 8, block: 32 }, { bits: 4, block: 32 }] as Quantization[]) {
+      const path = join(dir, `q${q.bits}.onnx`);
+      const g = new Graph(`${path}.data`);
+      const b = new Builder(g, new Weights(dir, ["model.safetensors"]), {}, q);
+      g.output(b.matmul(g.input("x", ElemType.float, [rows, k]), "l"), "y", ElemType.float, [rows, n]);
+      g.write(path, "test");
+      const sess = await ort.InferenceSession.create(path);
+      const y = (await sess.run({ x: new ort.Tensor("float32", x, [rows, k]) })).y!.data as Float32Array;
+      const deq = dequantizeBlockwise(quantizeBlockwise(w, n, k, q), n, k, q);
+      for (let r = 0; r < rows; r++) {
+        for (let c = 0; c < n; c++) {
+          let want = 0;
+          for (let i = 0; i < k; i++) want += x[r * k + i]! * deq[c * k + i]!;
+          // accuracy_level 4 quantizes x to 8 bits per block: a small relative error, far below a packing mistake's
+          expect(Math.abs(y[r * n + c]! - want)).toBeLessThanOrEqual(0.02 * Math.sqrt(k));
+        }
+      }
+    }
   });
 });

@@ -4,13 +4,17 @@
 import { ModelLoadError } from "../../errors";
 import { ElemType, f, type Graph } from "./graph";
 import type { Weights } from "../safetensors";
+import { quantizeBlockwise, type Quantization } from "./quantize";
 
 /** What an architecture file builds with: the graph, the weights, and the config it reads. */
 export class Builder {
   /** Name prefixes tried in turn when a weight is looked up (e.g. "bert." for a BertForSequenceClassification). */
   private prefix = "";
+  /** Projection weights already written (float, or packed + scales), by weight name. */
+  private readonly projections = new Map<string, string[]>();
 
-  constructor(readonly g: Graph, readonly w: Weights, readonly config: Record<string, unknown>) {}
+  /** `quant`: the Linear weights quantized block-wise for MatMulNBits (--dtype int8); null: float32. */
+  constructor(readonly g: Graph, readonly w: Weights, readonly config: Record<string, unknown>, readonly quant: Quantization | null = null) {}
 
   /** Chooses the first prefix under which `probe` exists ("" included); throws when none has it. */
   usePrefix(probe: string, prefixes: readonly string[]): void {
@@ -61,45 +65,76 @@ export class Builder {
   /** y = x W^T + b for a torch Linear `n` (bias when the weights have one). */
   linear(x: string, n: string, opts: { top?: boolean } = {}): string {
     const full = opts.top ? n : this.prefix + n;
-    const y = this.g.op("MatMul", [x, this.tensor(`${n}.weight`, { transpose: true, top: opts.top })]);
+    const y = this.matmul(x, n, opts);
     return this.w.has(`${full}.bias`) ? this.g.op("Add", [y, this.tensor(`${n}.bias`, { top: opts.top })]) : y;
   }
 
-  /**
-   * Several Linears of the same input as one [in, sum of outs] weight and bias (zeros where `zeroBias` and a
-   * Linear has none; else all or none must have one): the inputs of a fused projection.
-   */
-  joined(ns: string[], zeroBias = false): { weight: string; bias: string | null; outs: number[] } {
+  /** x W^T for a torch Linear `n` (its weight only): a MatMul, or MatMulNBits when the graph is quantized. */
+  matmul(x: string, n: string, opts: { top?: boolean } = {}): string {
+    const full = `${opts.top ? n : this.prefix + n}.weight`;
+    const dims = this.w.shape(full);
+    if (dims.length !== 2) throw new ModelLoadError(`${full} has shape [${dims}], not a matrix`);
+    return this.matmulRows(x, full, this.w.float(full), dims[0]!, dims[1]!);
+  }
+
+  /** x W^T for a weight given as rows [n, k] (torch's layout); a weight used twice is written once. */
+  private matmulRows(x: string, stem: string, rows: Float32Array, n: number, k: number): string {
+    let inputs = this.projections.get(stem);
+    if (!inputs) {
+      if (!this.quant) inputs = [this.g.weight(stem, transpose(rows, n, k), [k, n])];
+      else {
+        const qw = quantizeBlockwise(rows, n, k, this.quant);
+        inputs = [
+          this.g.weight(`${stem}.q${this.quant.bits}`, qw.packed, [n, qw.blocks, (this.quant.block * this.quant.bits) / 8], ElemType.uint8),
+          this.g.weight(`${stem}.scales`, qw.scales, [n * qw.blocks]),
+        ];
+      }
+      this.projections.set(stem, inputs);
+    }
+    if (!this.quant) return this.g.op("MatMul", [x, inputs[0]!]);
+    const q = this.quant;
+    return this.g.op("MatMulNBits", [x, ...inputs], { K: k, N: n, bits: q.bits, block_size: q.block, accuracy_level: 4 }, "ms");
+  }
+
+  /** The weights [W1; W2; ...] of Linears of the same input, as rows [sum of outs, in], and each one's outs. */
+  stacked(ns: string[]): { rows: Float32Array; inner: number; outs: number[] } {
     const mats = ns.map((n) => ({ data: this.w.float(this.prefix + `${n}.weight`), dims: this.w.shape(this.prefix + `${n}.weight`) }));
     const inner = mats[0]!.dims[1]!;
-    const outs = mats.map((m) => m.dims[0]!);
-    const total = outs.reduce((a, b) => a + b, 0);
-    const data = new Float32Array(inner * total);
-    let col = 0;
+    if (mats.some((m) => m.dims.length !== 2 || m.dims[1] !== inner)) throw new ModelLoadError(`${ns.join(", ")} do not take the same input size`);
+    const rows = new Float32Array(mats.reduce((a, m) => a + m.data.length, 0));
+    let at = 0;
     for (const m of mats) {
-      const [o, i] = m.dims as [number, number];
-      for (let r = 0; r < o; r++) for (let c = 0; c < i; c++) data[c * total + col + r] = m.data[r * i + c]!;
-      col += o;
+      rows.set(m.data, at);
+      at += m.data.length;
     }
-    const weight = this.g.weight(this.prefix + ns.join("+"), data, [inner, total]);
+    return { rows, inner, outs: mats.map((m) => m.dims[0]!) };
+  }
+
+  /** The biases of Linears side by side (zeros where `zeroBias` and one has none; else all or none must have one). */
+  stackedBias(ns: string[], outs: number[], zeroBias = false): string | null {
     const present = ns.filter((n) => this.has(`${n}.bias`));
-    if (present.length === 0 && !zeroBias) return { weight, bias: null, outs };
+    if (present.length === 0 && !zeroBias) return null;
     if (present.length !== ns.length && !zeroBias) throw new ModelLoadError(`only some of ${ns.join(", ")} have a bias`);
-    const bias = new Float32Array(total);
+    const bias = new Float32Array(outs.reduce((a, b) => a + b, 0));
     let at = 0;
     ns.forEach((n, i) => {
       if (this.has(`${n}.bias`)) bias.set(this.w.float(this.prefix + `${n}.bias`), at);
       at += outs[i]!;
     });
-    return { weight, bias: this.g.weight(this.prefix + ns.join("+") + ".bias", bias, [total]), outs };
+    return this.g.weight(this.prefix + ns.join("+") + ".bias", bias, [bias.length]);
+  }
+
+  /** Several Linears of the same input as one projection (MatMul or MatMulNBits) and its stacked bias. */
+  joined(x: string, ns: string[], zeroBias = false): { y: string; bias: string | null; outs: number[] } {
+    const { rows, inner, outs } = this.stacked(ns);
+    const y = this.matmulRows(x, this.prefix + ns.join("+"), rows, rows.length / inner, inner);
+    return { y, bias: this.stackedBias(ns, outs, zeroBias), outs };
   }
 
   /** Several Linears of the same input as one MatMul (their weights side by side), split back. */
   linears(x: string, ns: string[]): string[] {
-    const { weight, bias, outs } = this.joined(ns);
-    let y = this.g.op("MatMul", [x, weight]);
-    if (bias) y = this.g.op("Add", [y, bias]);
-    return this.g.opN("Split", [y, this.g.constInt(outs)], ns.length, { axis: -1 });
+    const { y, bias, outs } = this.joined(x, ns);
+    return this.g.opN("Split", [bias ? this.g.op("Add", [y, bias]) : y, this.g.constInt(outs)], ns.length, { axis: -1 });
   }
 
   layerNorm(x: string, n: string, eps: number): string {
@@ -107,11 +142,14 @@ export class Builder {
     return this.g.op("LayerNormalization", [x, this.tensor(`${n}.weight`), bias], { axis: -1, epsilon: f(eps) });
   }
 
-  /** LayerNorm(x + skip (+ bias)): onnxruntime's fused SkipLayerNormalization. */
+  /**
+   * LayerNorm(x (+ bias) + skip) as Add and LayerNormalization: on CPU that runs faster than onnxruntime's fused
+   * SkipLayerNormalization (bge-small at 1 thread: 0.88-1.00x of the export with it, 0.99-1.09x without;
+   * bench/built-graph.ts).
+   */
   skipLayerNorm(x: string, skip: string, n: string, eps: number, bias?: string): string {
-    const inputs = [x, skip, this.tensor(`${n}.weight`), this.tensor(`${n}.bias`)];
-    if (bias) inputs.push(bias);
-    return this.g.op("SkipLayerNormalization", inputs, { epsilon: f(eps) }, "ms");
+    const sum = this.g.op("Add", [bias ? this.g.op("Add", [x, bias]) : x, skip]);
+    return this.g.op("LayerNormalization", [sum, this.tensor(`${n}.weight`), this.tensor(`${n}.bias`)], { axis: -1, epsilon: f(eps) });
   }
 
   /** RMSNorm; `offset` 1 for Gemma, which scales by (1 + weight). */
@@ -215,13 +253,22 @@ export function attentionBias(g: Graph, mask: string, opts: { causal?: boolean; 
  * the BERT-family shape. `bias`: an additive [B|1, N, S, S] attention bias (relative positions, windows).
  */
 export function fusedSelfAttention(b: Builder, x: string, names: { q: string; k: string; v: string }, heads: number, mask: string, bias?: string): string {
-  const joined = b.joined([names.q, names.k, names.v], true);
-  const outs = joined.outs;
-  const inputs = [x, joined.weight, joined.bias!, mask];
+  const g = b.g;
+  const ns = [names.q, names.k, names.v];
+  if (b.quant) {
+    // The projections quantized (MatMulNBits), attention in MultiHeadAttention: Attention takes float weights only.
+    const { y, bias: qkvBias, outs } = b.joined(x, ns, true);
+    const [q, k, v] = g.opN("Split", [g.op("Add", [y, qkvBias!]), g.constInt(outs)], 3, { axis: -1 });
+    const padding = attentionBias(g, mask);
+    return g.op("MultiHeadAttention", [q!, k!, v!, "", "", bias ? g.op("Add", [padding, bias]) : padding], { num_heads: heads }, "ms");
+  }
+  const { rows, inner, outs } = b.stacked(ns);
+  const weight = g.weight(b.name(ns.join("+")), transpose(rows, rows.length / inner, inner), [inner, rows.length / inner]);
+  const inputs = [x, weight, b.stackedBias(ns, outs, true)!, mask];
   if (bias) inputs.push("", bias);
   const attrs: Record<string, number | number[]> = { num_heads: heads };
   if (outs[0] !== outs[2] || outs[0] !== outs[1]) attrs.qkv_hidden_sizes = outs;
-  return b.g.op("Attention", inputs, attrs, "ms");
+  return g.op("Attention", inputs, attrs, "ms");
 }
 
 /** BERT's names of layer `p`'s sublayers (encoder.layer.N). */
@@ -231,18 +278,18 @@ export function bertSublayers(p: string) {
 
 /**
  * The BERT-family layer after attention, post-LayerNorm: the output projection and residual LayerNorm, then the MLP
- * (up, activation, down) and residual LayerNorm; biases folded into SkipLayerNormalization, and into BiasGelu for gelu.
+ * (up, activation, down) and residual LayerNorm; the up projection's bias folded into BiasGelu for gelu.
  */
 export function postNormSublayers(
   b: Builder, h: string, ctx: string, n: { out: string; outNorm: string; up: string; down: string; downNorm: string }, act: string, eps: number,
 ): string {
   const g = b.g;
-  const attnOut = g.op("MatMul", [ctx, b.tensor(`${n.out}.weight`, { transpose: true })]);
+  const attnOut = b.matmul(ctx, `${n.out}`);
   h = b.skipLayerNorm(attnOut, h, n.outNorm, eps, b.tensor(`${n.out}.bias`));
-  const up = g.op("MatMul", [h, b.tensor(`${n.up}.weight`, { transpose: true })]);
+  const up = b.matmul(h, `${n.up}`);
   const upBias = b.tensor(`${n.up}.bias`);
   const inter = act === "gelu" ? g.op("BiasGelu", [up, upBias], {}, "ms") : b.activation(g.op("Add", [up, upBias]), act);
-  const down = g.op("MatMul", [inter, b.tensor(`${n.down}.weight`, { transpose: true })]);
+  const down = b.matmul(inter, `${n.down}`);
   return b.skipLayerNorm(down, h, n.downNorm, eps, b.tensor(`${n.down}.bias`));
 }
 

@@ -60,16 +60,8 @@ function attention(b: Builder, h: string, p: string, n: number, allowed: string,
   const g = b.g;
   const headDim = b.w.shape(b.name(`${p}.query_proj.weight`))[0]! / n;
   const scale = g.constFloat(Math.fround(Math.sqrt(headDim * (1 + types.length))));
-  // Each Linear's weights written once: the shared-key relative projections reuse the query / key ones.
-  const proj = new Map<string, (x: string) => string>();
-  const linear = (x: string, name: string) => {
-    if (!proj.has(name)) {
-      const w = b.tensor(`${name}.weight`, { transpose: true });
-      const bias = b.has(`${name}.bias`) ? b.tensor(`${name}.bias`) : null;
-      proj.set(name, (y) => (bias ? g.op("Add", [g.op("MatMul", [y, w]), bias]) : g.op("MatMul", [y, w])));
-    }
-    return proj.get(name)!(x);
-  };
+  // The shared-key relative projections reuse the query / key Linears (their weights written once by the builder).
+  const linear = (x: string, name: string) => b.linear(x, name);
   const q = heads(b, linear(h, `${p}.query_proj`), n);
   const kProj = linear(h, `${p}.key_proj`);
   const v = heads(b, linear(h, `${p}.value_proj`), n);

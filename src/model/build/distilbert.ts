@@ -48,12 +48,12 @@ export const distilbert: Architecture = {
     for (let i = 0; i < layers; i++) {
       const p = `transformer.layer.${i}`;
       const ctx = fusedSelfAttention(b, h, { q: `${p}.attention.q_lin`, k: `${p}.attention.k_lin`, v: `${p}.attention.v_lin` }, heads, mask);
-      const attnOut = g.op("MatMul", [ctx, b.tensor(`${p}.attention.out_lin.weight`, { transpose: true })]);
+      const attnOut = b.matmul(ctx, `${p}.attention.out_lin`);
       h = b.skipLayerNorm(attnOut, h, `${p}.sa_layer_norm`, EPS, b.tensor(`${p}.attention.out_lin.bias`));
-      const up = g.op("MatMul", [h, b.tensor(`${p}.ffn.lin1.weight`, { transpose: true })]);
+      const up = b.matmul(h, `${p}.ffn.lin1`);
       const upBias = b.tensor(`${p}.ffn.lin1.bias`);
       const inter = act === "gelu" ? g.op("BiasGelu", [up, upBias], {}, "ms") : b.activation(g.op("Add", [up, upBias]), act);
-      const down = g.op("MatMul", [inter, b.tensor(`${p}.ffn.lin2.weight`, { transpose: true })]);
+      const down = b.matmul(inter, `${p}.ffn.lin2`);
       h = b.skipLayerNorm(down, h, `${p}.output_layer_norm`, EPS, b.tensor(`${p}.ffn.lin2.bias`));
     }
     return { hidden: h };

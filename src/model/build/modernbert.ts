@@ -3,7 +3,6 @@
 import { ModelLoadError } from "../../errors";
 import { attentionBias, Builder, embed, maskPositions, multiHeadAttention, rotary, rotaryCache, textInputs } from "./blocks";
 import type { Architecture, Built } from "./architecture";
-import { f } from "./graph";
 
 type LayerType = "full_attention" | "sliding_attention";
 
@@ -54,13 +53,12 @@ function buildModernBert(b: Builder): Built {
     biases.set(t, attentionBias(g, inputs.mask, t === "sliding_attention" ? { window } : {}));
   }
 
-  // LayerNorm(x + skip (+ bias)) and the sum itself (the residual stream): SkipLayerNormalization's outputs 0 and 3
+  // LayerNorm(x (+ bias) + skip) and the sum itself (the residual stream); Add + LayerNormalization, as Builder.skipLayerNorm
   const addNorm = (x: string, skip: string, n: string, bias?: string) => {
-    const inputs = [x, skip, b.tensor(`${n}.weight`), b.has(`${n}.bias`) ? b.tensor(`${n}.bias`) : "", ...(bias ? [bias] : [])];
-    const [normed, , , sum] = g.opN("SkipLayerNormalization", inputs, 4, { epsilon: f(eps) }, "ms");
-    return [normed!, sum!];
+    const sum = g.op("Add", [bias ? g.op("Add", [x, bias]) : x, skip]);
+    return [b.layerNorm(sum, n, eps), sum] as const;
   };
-  const project = (x: string, n: string) => [g.op("MatMul", [x, b.tensor(`${n}.weight`, { transpose: true })]), b.has(`${n}.bias`) ? b.tensor(`${n}.bias`) : undefined] as const;
+  const project = (x: string, n: string) => [b.matmul(x, `${n}`), b.has(`${n}.bias`) ? b.tensor(`${n}.bias`) : undefined] as const;
 
   let h = b.layerNorm(embed(b, inputs.ids, "embeddings.tok_embeddings"), "embeddings.norm", eps);
   // layer 0 has no attn_norm (the embeddings norm precedes it); each later one is fused with the residual add before it

@@ -49,8 +49,8 @@ function buildNomic(b: Builder): Built {
   const cache = rotaryDim ? rotaryCache(b, b.num("rotary_emb_base", 10_000), rotaryDim, maxPositions) : null;
   const rotate = (x: string) =>
     g.op("RotaryEmbedding", [x, positions, cache!.cos, cache!.sin], { num_heads: heads, rotary_embedding_dim: rotaryDim, interleaved: c.rotary_emb_interleaved ? 1 : 0 }, "ms");
-  // Linear without its bias, the bias (when there is one) passed to SkipLayerNormalization
-  const project = (x: string, n: string) => ({ y: g.op("MatMul", [x, b.tensor(`${n}.weight`, { transpose: true })]), bias: b.has(`${n}.bias`) ? b.tensor(`${n}.bias`) : undefined });
+  // Linear without its bias, the bias (when there is one) added with the residual (Builder.skipLayerNorm)
+  const project = (x: string, n: string) => ({ y: b.matmul(x, `${n}`), bias: b.has(`${n}.bias`) ? b.tensor(`${n}.bias`) : undefined });
 
   for (let i = 0; i < layers; i++) {
     const p = `encoder.layers.${i}`;
@@ -80,7 +80,7 @@ export const nomic: Architecture = {
     // A BertModel's weights saved under a nomic_bert config.json (test/fixtures/models/nomic-embed is one): built as BERT
     if (!b.w.has("emb_ln.weight") && b.w.has("encoder.layer.0.attention.self.query.weight")) {
       const c = b.config;
-      return bert.build(new Builder(b.g, b.w, { ...c, num_attention_heads: c.n_head, num_hidden_layers: c.n_layer, layer_norm_eps: c.layer_norm_epsilon, hidden_act: "gelu" }));
+      return bert.build(new Builder(b.g, b.w, { ...c, num_attention_heads: c.n_head, num_hidden_layers: c.n_layer, layer_norm_eps: c.layer_norm_epsilon, hidden_act: "gelu" }, b.quant));
     }
     return buildNomic(b);
   },
