@@ -2,7 +2,7 @@
 // and byte range, then the raw little-endian data. A model's weights (one file, or the shards model.safetensors.index.json
 // names) are mapped, not read, and a tensor is converted to float32 only when the graph builder asks for it
 // (build/); the small files of sentence-transformers modules (Dense heads) are read whole.
-import { closeSync, existsSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ModelLoadError } from "../errors";
 import { bf16ToFloat, halfToFloat } from "./half";
@@ -138,4 +138,19 @@ export class Weights {
   unused(): string[] {
     return [...this.tensors.keys()].filter((n) => !this.used.has(n));
   }
+}
+
+/** Writes a safetensors file from raw little-endian tensor bytes (the tests' and the bench's models). */
+export function writeSafetensors(path: string, tensors: Record<string, { dtype: string; shape: number[]; bytes: Uint8Array }>): void {
+  const header: Record<string, unknown> = {};
+  let at = 0;
+  for (const [name, t] of Object.entries(tensors)) {
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [at, at + t.bytes.byteLength] };
+    at += t.bytes.byteLength;
+  }
+  let json = JSON.stringify(header);
+  json += " ".repeat((8 - ((json.length + 8) % 8)) % 8);
+  const head = Buffer.alloc(8);
+  head.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
+  writeFileSync(path, Buffer.concat([head, Buffer.from(json), ...Object.values(tensors).map((t) => Buffer.from(t.bytes))]));
 }

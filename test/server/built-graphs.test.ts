@@ -171,12 +171,9 @@ describe("--dtype int8 on a built graph: weights quantized at build time (MatMul
           alone.push(json.data[0].embedding);
         }
         const batched = await postJson(`${int8.url}/embeddings`, { model: name, input: cases.map((c) => c.text), encoding_format: "float" });
-        // No scale is shared across the batch: what remains is float32 noise of a different batch shape (~1e-7), which
-        // now and then moves one activation across a rounding boundary (one quantization step: 3.5e-4 seen). A scale
-        // shared by the batch would move most vectors.
-        const diffs = cases.map((_, i) => maxAbsDiff(batched.json.data[i].embedding, alone[i]!)).sort((a, b) => a - b);
-        expect(diffs.at(-1)!).toBeLessThanOrEqual(1e-3);
-        expect(diffs[Math.floor(diffs.length / 2)]!).toBeLessThanOrEqual(1e-6);
+        // Activations quantized per block of 32 of each row: no scale is shared across the batch (with blocks of 128
+        // onnxruntime's kernel moved vectors by 1e-2 with their batch: bench/built-graph.ts).
+        cases.forEach((_, i) => expect(maxAbsDiff(batched.json.data[i].embedding, alone[i]!)).toBeLessThanOrEqual(1e-6));
       }
     } finally {
       await int8.shutdown();

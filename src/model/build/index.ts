@@ -60,10 +60,11 @@ export function hasOnnxExport(files: readonly string[]): boolean {
 export const BUILT_DTYPES: readonly Dtype[] = ["auto", "float32", "int8"];
 
 /**
- * int8: 8-bit weights in blocks of 128 along the input dimension; activations quantized per block of each row.
- * Blocks of 128 ran 1.02x float32's throughput on bge-small's shape, blocks of 32 0.92x (bench/built-graph.ts).
+ * int8: 8-bit weights in blocks of 32 along the input dimension; activations quantized per block of each row. On
+ * bge-small's shape blocks of 128 ran a little faster (0.99x float32's throughput against 0.94x) but a text's vector
+ * then moved with its batch (1.2e-2); with blocks of 32 it did not move at all (bench/built-graph.ts).
  */
-export const INT8: Quantization = { bits: 8, block: 128 };
+export const INT8: Quantization = { bits: 8, block: 32 };
 
 /**
  * Export or build, and why: `export` never builds; `build` always does (the weights must be there); `auto` builds
