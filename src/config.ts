@@ -156,7 +156,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     defaultLabel: "0 = auto: timed at warm-up (512 on CPU, 16384 on GPU providers without warm-up)",
     help: "token budget of one batch: padded length x batch size; a longer input runs alone; 0 times batches of doubling size at warm-up and moves off that constant only to a size that runs at least 10% more tokens/s (sizes past the peak are not tried; GET /models shows max_batch_tokens_source)" },
   { name: "dtype", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DTYPES,
-    help: "which ONNX export to load: float32 (model.onnx), float16 (model_fp16.onnx), int8 (model_quantized.onnx / model_int8.onnx); auto prefers float32" },
+    help: "which ONNX export to load: float32 (model.onnx), float16 (model_fp16.onnx), int8 (model_quantized.onnx / model_int8.onnx); auto prefers float32. A built graph (--graph) is float32, or int8 with its weights quantized at build time (MatMulNBits)" },
   { name: "graph", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: GRAPH_MODES,
     help: "which graph runs: export (the repository's ONNX file), build (built at load from config.json and safetensors, cached under the cache dir's infinity-graphs/), or auto: the export when the repository has one, else built; GET /models says which ran and why" },
   { name: "device", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DEVICES,

@@ -1,6 +1,6 @@
 // The command line as a user runs it: a real process, real signals.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig, envName, OPTIONS } from "../src/config";
@@ -81,6 +81,12 @@ describe("cli", () => {
     const ok = run(["--model-id", fixture("bert-mean-norm"), "--model-id", fixture("bert-rerank"), "--preload-only", "--port", "1"]);
     expect(await ok.exited).toBe(0);
     expect(await new Response(ok.stderr).text()).toContain("preload done");
+    // A model without an ONNX export: its graph is built into the cache dir, so a later start finds it there.
+    const cache = mkdtempSync(join(tmpdir(), "infinity-preload-"));
+    const built = run(["--model-id", fixture("distilbert-embed"), "--preload-only", "--cache-dir", cache]);
+    expect(await built.exited).toBe(0);
+    expect(await new Response(built.stderr).text()).toContain("graph built from config.json and safetensors");
+    expect(readdirSync(join(cache, "infinity-graphs")).length).toBe(1);
     const bad = run(["--model-id", fixture("bert-mean-norm"), "--model-id", "/nonexistent/model", "--preload-only"]);
     expect(await bad.exited).toBe(1);
     expect(await new Response(bad.stderr).text()).toContain("/nonexistent/model");
