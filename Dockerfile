@@ -40,7 +40,6 @@ COPY --from=build --chown=65532:65532 /out/native /opt/infinity/native
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
 ENV INFINITY_HOST=0.0.0.0 \
-    INFINITY_PORT=7997 \
     INFINITY_HOME=/data \
     INFINITY_NATIVE_DIR=/opt/infinity/native \
     TMPDIR=/data/tmp \
@@ -59,7 +58,6 @@ USER 65532:65532
 # The compiled binary cannot see the provider files inside node_modules, so --device auto would pick the CPU;
 # ask for CUDA explicitly (it falls back to the CPU with a warning when no GPU is visible).
 ENV INFINITY_HOST=0.0.0.0 \
-    INFINITY_PORT=7997 \
     INFINITY_HOME=/data \
     INFINITY_NATIVE_DIR=/opt/infinity/native \
     TMPDIR=/data/tmp \

@@ -9,6 +9,7 @@ import { configureLog, log } from "./log";
 import { hubSettingsFromEnv, resolveModel } from "./model/resolve";
 import { prepareGraph } from "./model/build";
 import { startServer } from "./server/serve";
+import { platformStart } from "./platform";
 
 export { VERSION } from "./version";
 import { VERSION } from "./version";
@@ -32,8 +33,11 @@ function readKeyFile(path: string): string[] {
 
 /** Everything from argv and env to a Config; exported for tests. */
 export function loadConfig(argv: string[], env: Record<string, string | undefined>): { config: ServerConfig | null; help: boolean; version: boolean } {
-  const args = argv[0] === "v2" ? argv.slice(1) : argv;
-  const { flags, help, version } = parseArgv(args);
+  // `v2` (Infinity's CLI) and `serve` (SageMaker's start) are entries, not options; a platform's variables fill in
+  // the port and the model where nothing explicit does.
+  const start = platformStart(argv, env, existsSync);
+  env = start.env;
+  const { flags, help, version } = parseArgv(start.args);
   if (help || version) return { config: null, help, version };
   const configPath = flags.get("config")?.[0] ?? env.INFINITY_CONFIG;
   const file = configPath ? readConfigFile(configPath) : null;

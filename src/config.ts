@@ -1,6 +1,7 @@
 // The Config type, the option table (one place that defines every flag, its environment variable, default
 // and help), per-model list expansion and validation. Pure: no I/O. cli.ts feeds it argv, env and the parsed file.
 import { ConfigError } from "./errors";
+import { vertexRoutes } from "./platform";
 
 export type Dtype = "auto" | "float32" | "float16" | "int8";
 /** Which graph runs: the repository's ONNX export, one built from config.json + safetensors, or the export when there is one. */
@@ -67,6 +68,8 @@ export interface ServerConfig {
   media: MediaConfig;
   shutdownTimeoutSeconds: number;
   preloadOnly: boolean;
+  /** Vertex AI's health and prediction routes (AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE), served at the root. */
+  vertex: { health: string | null; predict: string | null };
   cacheDir: string | null;
   /** Memory all loaded models may take together, in MB (0: unlimited). */
   maxModelsMemoryMb: number;
@@ -500,6 +503,7 @@ export function buildConfig(src: Sources): ServerConfig {
     },
     shutdownTimeoutSeconds: server("shutdown-timeout") as number,
     preloadOnly: server("preload-only") as boolean,
+    vertex: vertexRoutes(src.env),
     cacheDir: (server("cache-dir") as string | null) ?? null,
     maxModelsMemoryMb: server("max-models-memory-mb") as number,
     modelLoadTimeoutSeconds: positive("model-load-timeout"),
@@ -565,6 +569,9 @@ export function helpText(): string {
     "",
     "usage: infinity v2 --model-id <hub id | folder> [--model-id ...] [options]",
     "       (the `v2` subcommand is optional)",
+    "       infinity serve [options]: SageMaker's start: port 8080, the model from HF_MODEL_ID or /opt/ml/model",
+    "Vertex AI's AIP_HTTP_PORT, AIP_STORAGE_URI (a folder), AIP_HEALTH_ROUTE and AIP_PREDICT_ROUTE are read",
+    "when set (docs/deploy.md).",
     "",
     "Per-model options take one value (for all models) or one per --model-id, by position.",
     "Every option is also read from INFINITY_<NAME> (lists ';'-separated); precedence:",

@@ -16,6 +16,7 @@ import { docsRoutes } from "./routes/docs";
 import { playgroundRoutes } from "./routes/playground";
 import { cohereRoutes } from "./routes/cohere";
 import { teiRoutes } from "./routes/tei";
+import { platformHealthRoutes, vertexPredictRoutes } from "./routes/platforms";
 
 const started = new WeakMap<Request, number>();
 /** Requests counted into ctx.inflight, so each is counted out exactly once. */
@@ -129,6 +130,7 @@ export function createApp(ctx: ServerContext) {
       if (isDebug()) log.debug("request", { method: request.method, path, status, ms: +(seconds * 1000).toFixed(2) });
     })
     .use(healthRoutes(ctx))
+    .use(platformHealthRoutes(ctx))
     .use(docsRoutes(ctx))
     .use(playgroundRoutes(ctx))
     .use(api(prefix));
@@ -141,5 +143,8 @@ export function createApp(ctx: ServerContext) {
     const base = `${prefix}/models/${m.servedModelName}`;
     app.use(inference(base, m.servedModelName)).use(authed(`${base}/v2`).use(rerankRoutes(ctx, m.servedModelName)).use(cohereRoutes(ctx, m.servedModelName)));
   }
+  // Vertex AI's prediction route (AIP_PREDICT_ROUTE) at the root, refused when it would shadow one of the above.
+  const taken = (path: string) => app.routes.some((r) => r.path === path);
+  app.use(authed("").use(vertexPredictRoutes(ctx, taken)));
   return app;
 }

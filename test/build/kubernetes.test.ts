@@ -139,7 +139,9 @@ describe("Dockerfile", () => {
   test("runtime: non-root, port 7997, writable native folder and model volume", () => {
     expect(text).toMatch(/^USER 65532/m);
     expect(text).toMatch(/^EXPOSE 7997$/m);
-    expect(text).toMatch(/INFINITY_PORT=7997/);
+    // The port is the program's default (7997), not the image's: SageMaker's `serve` (8080) and Vertex AI's
+    // AIP_HTTP_PORT choose it when INFINITY_PORT is unset (src/platform.ts).
+    expect(text).not.toMatch(/INFINITY_PORT=/);
     expect(text).toMatch(/INFINITY_NATIVE_DIR=\/opt\/infinity\/native/);
     expect(text).toMatch(/--chown=65532:65532 \/out\/native \/opt\/infinity\/native/);
     expect(text).toMatch(/VOLUME \["\/data"\]/);

@@ -57,6 +57,7 @@ export function openApiDocument(ctx: ServerContext): Record<string, unknown> {
       get: { summary: "Model info (TEI); ?model= picks a model", responses: { "200": { description: "info", content: { "application/json": { schema: jsonSchema(TeiInfoResponse) } } } } },
     };
     paths[`${base}/`] = post("HF Inference shape {inputs, parameters}, dispatched on the model's task (also /models/{served-name})", HfInferenceRequest, t.Unknown());
+    paths[`${base}/invocations`] = post("SageMaker: as POST / ({inputs} by the model's task, {query, texts} reranks)", HfInferenceRequest, t.Unknown());
     paths[`${base}/classify`] = post("Classify texts", ClassifyRequest, ClassifyResponse);
     paths[`${base}/models`] = {
       get: { summary: "List served models", responses: { "200": { description: "models", content: { "application/json": { schema: jsonSchema(ModelsResponse) } } } } },
@@ -64,6 +65,7 @@ export function openApiDocument(ctx: ServerContext): Record<string, unknown> {
   }
   paths[`${p}/v2/embed`] = post("Embed texts (Cohere v2): float, int8, uint8, binary, ubinary, base64", CohereEmbedRequest, CohereEmbedResponse);
   paths["/health"] = { get: { summary: "Readiness: 200 when every model is ready, 503 otherwise", responses: { "200": { description: "ready" }, "503": { description: "loading, broken or stopping" } } } };
+  paths["/ping"] = { get: { summary: "SageMaker readiness: as /health", responses: { "200": { description: "ready" }, "503": { description: "loading, broken or stopping" } } } };
   paths["/metrics"] = { get: { summary: "Prometheus metrics", responses: { "200": { description: "text exposition format" } } } };
   return {
     openapi: "3.0.3",

@@ -4,22 +4,25 @@
 import { workersOf } from "../../engine/served";
 import { router, type ServerContext } from "../context";
 
+/** Readiness: 200 when every loaded model is ready, else 503; with each model's state. */
+export function readiness(ctx: ServerContext, set: { status?: number | string }) {
+  const models = ctx.registry.entries().map((e) => ({
+    model: e.name,
+    state: e.state,
+    load: e.config.load,
+    error: e.error,
+    workers: e.model ? workersOf(e.model).map((w) => ({ state: w.state, restarts: w.restarts })) : [],
+  }));
+  const status = ctx.shuttingDown ? "stopping" : ctx.registry.isLoading ? "loading" : ctx.registry.ready ? "ready" : "broken";
+  set.status = status === "ready" ? 200 : 503;
+  return { status, unix: Date.now() / 1000, models };
+}
+
 export function healthRoutes(ctx: ServerContext) {
   return router()
     .get(
       "/health",
-      ({ set }) => {
-        const models = ctx.registry.entries().map((e) => ({
-          model: e.name,
-          state: e.state,
-          load: e.config.load,
-          error: e.error,
-          workers: e.model ? workersOf(e.model).map((w) => ({ state: w.state, restarts: w.restarts })) : [],
-        }));
-        const status = ctx.shuttingDown ? "stopping" : ctx.registry.isLoading ? "loading" : ctx.registry.ready ? "ready" : "broken";
-        set.status = status === "ready" ? 200 : 503;
-        return { status, unix: Date.now() / 1000, models };
-      },
+      ({ set }) => readiness(ctx, set),
       { detail: { summary: "Readiness: 200 when every loaded model is ready (unloaded on-demand models included), 503 otherwise", tags: ["health"] } },
     )
     .get(

@@ -135,7 +135,8 @@ export function teiInfo(ctx: ServerContext, m: ServedModel) {
   };
 }
 
-export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
+/** TEI's handlers over the jobs, for its routes and the platforms' (SageMaker, Vertex AI: platforms.ts). */
+export function teiHandlers(ctx: ServerContext, fixedModel?: string) {
   const embed = async (body: Static<typeof TeiEmbedRequest>, signal: AbortSignal, set: Set) => {
     const t0 = performance.now();
     const out = await runEmbed(ctx, embedJobOf(body, servedName(fixedModel, body.model)), signal);
@@ -180,6 +181,39 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
     return out.vectors.slice(1).map((v) => cosine(out.vectors[0]!, v));
   };
 
+  /** HF Inference's {inputs, parameters} (and TEI's rerank {query, texts}), dispatched on the model's task. */
+  const hfInference = async (b: Record<string, unknown>, signal: AbortSignal, set: Set) => {
+    const name = servedName(fixedModel, typeof b.model === "string" ? b.model : undefined);
+    const merged = { ...(typeof b.parameters === "object" && b.parameters !== null ? (b.parameters as object) : {}), ...b };
+    const hint: Capability | undefined =
+      b.texts !== undefined || b.query !== undefined ? "rerank" : typeof b.inputs === "object" && b.inputs !== null && !Array.isArray(b.inputs) ? "embed" : undefined;
+    const model = await anyModel(ctx, signal, name, hint);
+    const named = { ...merged, model: model.name };
+    // {query, texts} reranks with any model that ranks (embedders by similarity), as TEI's Vertex entry matches it first.
+    if ((b.query !== undefined || b.texts !== undefined) && capabilitiesOf(model.task).includes("rerank")) {
+      return teiRerank(ctx, checkShape(TeiRerankRequest, named, "TEI rerank shape {query, texts}"), model.name, signal, set);
+    }
+    switch (model.task) {
+      case "embed":
+      case "hybrid":
+        if (typeof b.inputs === "object" && b.inputs !== null && !Array.isArray(b.inputs)) {
+          return similarity(checkShape(TeiSimilarityRequest, { ...b, model: model.name }, "HF sentence-similarity shape"), signal, set);
+        }
+        return embed(checkShape(TeiEmbedRequest, named, "HF feature-extraction shape {inputs}"), signal, set);
+      case "classify":
+        // HF Inference text-classification answers one list per input, even for one input.
+        return predict(checkShape(TeiPredictRequest, named, "HF text-classification shape {inputs}"), signal, set, true);
+      case "sparse":
+        throw new InvalidInput(`model "${model.name}" is a sparse model: POST its inputs to /embed_sparse (or /models/${model.name}/embed_sparse)`, "inputs");
+      case "rerank":
+        return teiRerank(ctx, checkShape(TeiRerankRequest, named, "TEI rerank shape {query, texts}"), model.name, signal, set);
+    }
+  };
+  return { embed, predict, similarity, hfInference };
+}
+
+export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
+  const { embed, predict, similarity, hfInference } = teiHandlers(ctx, fixedModel);
   return router()
     .post(
       "/embed",
@@ -250,32 +284,13 @@ export function teiRoutes(ctx: ServerContext, fixedModel?: string) {
       async ({ query, request }) => teiInfo(ctx, await anyModel(ctx, request.signal, servedName(fixedModel, (query as { model?: string }).model), undefined, true)),
       { detail: { summary: "Model and server info (TEI); ?model= picks a model", tags: ["tei"] } },
     )
-    .post(
-      "/",
-      async ({ body, request, set }) => {
-        const b = body as Record<string, unknown>;
-        const name = servedName(fixedModel, typeof b.model === "string" ? b.model : undefined);
-        const merged = { ...(typeof b.parameters === "object" && b.parameters !== null ? (b.parameters as object) : {}), ...b };
-        const hint: Capability | undefined =
-          b.texts !== undefined || b.query !== undefined ? "rerank" : typeof b.inputs === "object" && b.inputs !== null && !Array.isArray(b.inputs) ? "embed" : undefined;
-        const model = await anyModel(ctx, request.signal, name, hint);
-        const named = { ...merged, model: model.name };
-        switch (model.task) {
-          case "embed":
-          case "hybrid":
-            if (typeof b.inputs === "object" && b.inputs !== null && !Array.isArray(b.inputs)) {
-              return similarity(checkShape(TeiSimilarityRequest, { ...b, model: model.name }, "HF sentence-similarity shape"), request.signal, set);
-            }
-            return embed(checkShape(TeiEmbedRequest, named, "HF feature-extraction shape {inputs}"), request.signal, set);
-          case "classify":
-            // HF Inference text-classification answers one list per input, even for one input.
-            return predict(checkShape(TeiPredictRequest, named, "HF text-classification shape {inputs}"), request.signal, set, true);
-          case "sparse":
-            throw new InvalidInput(`model "${model.name}" is a sparse model: POST its inputs to /embed_sparse (or /models/${model.name}/embed_sparse)`, "inputs");
-          case "rerank":
-            return teiRerank(ctx, checkShape(TeiRerankRequest, named, "TEI rerank shape {query, texts}"), model.name, request.signal, set);
-        }
-      },
-      { body: HfInferenceRequest, detail: { summary: "HF Inference shape {inputs, parameters}: the model's task decides (TEI)", tags: ["tei"] } },
-    );
+    .post("/", ({ body, request, set }) => hfInference(body as Record<string, unknown>, request.signal, set), {
+      body: HfInferenceRequest,
+      detail: { summary: "HF Inference shape {inputs, parameters}: the model's task decides (TEI)", tags: ["tei"] },
+    })
+    // SageMaker's route (TEI's SageMaker entry): the same dispatch as POST /.
+    .post("/invocations", ({ body, request, set }) => hfInference(body as Record<string, unknown>, request.signal, set), {
+      body: HfInferenceRequest,
+      detail: { summary: "SageMaker: POST / under SageMaker's path; {inputs} embeds or classifies as the model's task says, {query, texts} reranks", tags: ["platforms"] },
+    });
 }
