@@ -9,9 +9,12 @@ import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
 import { cosine, fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
 
-/** Embedders (sentence-transformers references); the last three have no ONNX export, so auto builds them. */
-const EMBEDDERS = ["bert-mean-norm", "roberta-cls", "xlmr-max", "modernbert-embed", "nomic-embed", "qwen3-embed", "gemma-st", "distilbert-embed", "mpnet-embed"] as const;
-const NO_EXPORT = new Set<string>(["distilbert-embed", "mpnet-embed", "gemma-st"]);
+/**
+ * Embedders (sentence-transformers references); the last four have no ONNX export, so auto builds them (nomic-st's
+ * references come from nomic's own remote code; nomic-embed holds BERT weights under a nomic_bert config).
+ */
+const EMBEDDERS = ["bert-mean-norm", "roberta-cls", "xlmr-max", "modernbert-embed", "nomic-embed", "qwen3-embed", "gemma-st", "nomic-st", "distilbert-embed", "mpnet-embed"] as const;
+const NO_EXPORT = new Set<string>(["distilbert-embed", "mpnet-embed", "gemma-st", "nomic-st"]);
 const RERANKERS = ["bert-rerank", "deberta-rerank", "qwen3-rerank", "qwen3-rerank-seq-cls"] as const;
 const CLASSIFIERS = ["bert-classify", "deberta-classify"] as const;
 const MODELS = [...EMBEDDERS, ...RERANKERS, ...CLASSIFIERS];
