@@ -79,6 +79,9 @@ export interface ServerConfig {
   modelLoadRetrySeconds: number;
   /** null: no result cache (the default). */
   resultCache: ResultCacheConfig | null;
+  /** OTLP/HTTP collector URL for traces, or null (off). */
+  otlpEndpoint: string | null;
+  otlpServiceName: string;
   models: ModelConfig[];
 }
 
@@ -234,6 +237,10 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "cache results per input: memory (in-process LRU), sqlite:PATH (file, survives restarts) or redis://HOST:PORT (shared by replicas); a failing cache is skipped, never fails a request" },
   { name: "result-cache-size-mb", kind: "int", perModel: false, default: 1024,
     help: "size bound of the memory and sqlite result caches (least recently used entries are evicted); Redis is bounded by its own maxmemory" },
+  { name: "otlp-endpoint", kind: "string", perModel: false, default: null, defaultLabel: "off ($OTEL_EXPORTER_OTLP_ENDPOINT when set)",
+    help: "export OpenTelemetry traces over OTLP/HTTP (protobuf) to this collector (its /v1/traces): a span per request with its tokenization, cache lookup, queue wait, batch and inference; a request's traceparent joins its caller's trace" },
+  { name: "otlp-service-name", kind: "string", perModel: false, default: "infinity", defaultLabel: "infinity ($OTEL_SERVICE_NAME when set)",
+    help: "service.name of the exported spans" },
   { name: "max-models-memory-mb", kind: "int", perModel: false, default: 0, defaultLabel: "0 = unlimited",
     help: "memory all loaded models may take together (as measured at load); loading past it first unloads the least recently used idle models, else answers 503" },
   { name: "model-load-timeout", kind: "int", perModel: false, default: 60,
@@ -509,8 +516,19 @@ export function buildConfig(src: Sources): ServerConfig {
     modelLoadTimeoutSeconds: positive("model-load-timeout"),
     modelLoadRetrySeconds: server("model-load-retry-seconds") as number,
     resultCache: parseResultCache(server("result-cache") as string | null, server("result-cache-size-mb") as number),
+    ...otlpOf(src, server("otlp-endpoint") as string | null),
     models: modelConfigs,
   };
+}
+
+/** Traces: --otlp-endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT; the service name from the flag, else OTEL_SERVICE_NAME. */
+function otlpOf(src: Sources, flag: string | null): { otlpEndpoint: string | null; otlpServiceName: string } {
+  const endpoint = (flag ?? src.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? "").trim() || null;
+  if (endpoint !== null && !/^https?:\/\/[^/\s]+/i.test(endpoint)) throw new ConfigError(`--otlp-endpoint must be an http(s) URL such as http://collector:4318, got "${endpoint}"`);
+  const given = pick(specByName.get("otlp-service-name")!, src);
+  const name = (given ? String(given.values[0]) : src.env.OTEL_SERVICE_NAME ?? "infinity").trim();
+  if (!name) throw new ConfigError("--otlp-service-name must not be empty");
+  return { otlpEndpoint: endpoint, otlpServiceName: name };
 }
 
 /** The value of --api-key-file, which cli.ts reads and appends to apiKeys. */

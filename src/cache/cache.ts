@@ -3,6 +3,7 @@
 // text, a query/document pair, token ids or media bytes, hashed). Output options applied after the model
 // (dimensions, normalisation, encoding, sigmoid/softmax) stay out of the key, so one entry serves them all.
 // A failing backend never fails a request: the call is logged, counted, and the inputs are computed.
+import { traced, type TraceContext } from "../tracing";
 import type { ResultCacheConfig } from "../config";
 import { log } from "../log";
 import type { Metrics } from "../metrics";
@@ -231,10 +232,12 @@ export class ResultCache {
    * Results for every input: cached ones from the store, the rest from `compute` (called once, with the indices
    * of the missing inputs, only when some are missing), which are then stored.
    */
-  async through<R>(model: string, keys: string[], codec: Codec<R>, compute: (missing: number[]) => Promise<Computed<R>>): Promise<Computed<R> & { hits: number }> {
+  async through<R>(
+    model: string, keys: string[], codec: Codec<R>, compute: (missing: number[]) => Promise<Computed<R>>, trace: TraceContext | null = null,
+  ): Promise<Computed<R> & { hits: number }> {
     const all = () => keys.map((_, i) => i);
     if (!this.enabled) return { ...(await compute(all())), hits: 0 };
-    const stored = (await this.read(keys)) ?? keys.map(() => null);
+    const stored = (await traced(trace, "cache lookup", { "infinity.cache.keys": keys.length }, () => this.read(keys))) ?? keys.map(() => null);
     const results: R[] = new Array(keys.length);
     const tokens: number[] = new Array(keys.length);
     const missing: number[] = [];
@@ -258,7 +261,7 @@ export class ResultCache {
       tokens[index] = computed.tokens[j]!;
       entries.push([keys[index]!, encodeEntry(computed.tokens[j]!, codec.toArrays(computed.results[j]!))]);
     });
-    await this.write(entries);
+    await traced(trace, "cache store", { "infinity.cache.keys": entries.length }, () => this.write(entries));
     return { results, tokens, queueMs: computed.queueMs, inferenceMs: computed.inferenceMs, hits };
   }
 

@@ -2,6 +2,7 @@
 // queued by then (cutting one batch ahead chose from the few inputs that had arrived while the last batch ran, and
 // padded more); building its tensors takes microseconds against a run's milliseconds. With several runners (session
 // instances of one model, each in its own inference worker), each free one takes the next batch.
+import { recordSpan, traceOf } from "../tracing";
 import type { Encoded } from "../tokenize/encode";
 import type { BatchTensors } from "../model/session";
 import type { Metrics } from "../metrics";
@@ -34,6 +35,8 @@ interface Batch<R, I, T> {
   tokens: number;
   /** Rows x padded length: the share of the token budget the batch takes. */
   padded: number;
+  /** When the batch was cut from the queue (its tensors are assembled after). */
+  cutAt: number;
 }
 
 /** I: what the queue holds (tokenized text by default); T: the tensors a batch becomes for the runner. */
@@ -119,6 +122,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
         encoded.length,
         (results) => resolve({ results, queueMs: job.lastStartAt - job.enqueuedAt, inferenceMs: job.inferenceMs }),
         reject,
+        traceOf(signal),
       );
       try {
         this.queue.push(job, encoded, this.input.lengthOf);
@@ -163,10 +167,11 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
       runOverheadTokens: this.limits.runOverheadTokens ?? DEFAULT_RUN_OVERHEAD_TOKENS,
     });
     const items = this.queue.take(positions ? chosen.map((i) => positions![i]!) : chosen);
+    const cutAt = performance.now();
     const { tensors, padded } = this.input.assemble(items.map((i) => i.enc));
     let tokens = 0;
     for (const i of items) tokens += i.length;
-    return { items, tensors, tokens, padded };
+    return { items, tensors, tokens, padded, cutAt };
   }
 
   private pump(): void {
@@ -199,6 +204,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
     let results: R[];
     try {
       results = await runner.run(batch.tensors);
+      this.traceBatch(batch, batchId, start);
       this.consecutiveFailures = 0;
       if (this.state === "broken") this.state = "ready";
     } catch (e) {
@@ -208,6 +214,7 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
       if (++this.consecutiveFailures >= 3) this.state = "broken";
       // A typed error (a lost inference worker: 503) reaches the client as it is; anything else is a failed run.
       const error = e instanceof InfinityError ? e : new InferenceFailed(`inference failed: ${message}`);
+      this.traceBatch(batch, batchId, start, error);
       this.failJobs(batch.items, error);
       return;
     }
@@ -227,6 +234,32 @@ export class Engine<R, I = Encoded, T = BatchTensors> {
       }
       if (--job.remaining === 0) job.resolve(job.results);
     });
+  }
+
+  /**
+   * Under each traced request with inputs in this batch: its queue wait (enqueued -> the batch started), and the batch
+   * (size, tokens, padding) with the inference call under it. One batch serves several requests: each gets its own.
+   */
+  private traceBatch(batch: Batch<R, I, T>, batchId: number, start: number, error?: Error): void {
+    let jobs: Set<Job<R>> | null = null;
+    for (const item of batch.items) if (item.job.trace) (jobs ??= new Set()).add(item.job);
+    if (!jobs) return;
+    const end = performance.now();
+    // The batch from its cut (tensor assembly included) to its results; the inference call within it.
+    const attributes = {
+      "infinity.model": this.name,
+      "infinity.batch.id": batchId,
+      "infinity.batch.size": batch.items.length,
+      "infinity.batch.tokens": batch.tokens,
+      "infinity.batch.padded_tokens": batch.padded,
+      "infinity.batch.padding_fraction": batch.padded > 0 ? 1 - batch.tokens / batch.padded : 0,
+    };
+    for (const job of jobs) {
+      const mine = batch.items.filter((i) => i.job === job).length;
+      recordSpan(job.trace!, "queue wait", job.enqueuedAt, batch.cutAt, { "infinity.model": this.name, "infinity.inputs": mine });
+      const inBatch = recordSpan(job.trace!, "batch", batch.cutAt, end, { ...attributes, "infinity.batch.inputs_of_request": mine }, error);
+      if (inBatch) recordSpan(inBatch, "inference", start, end, { "infinity.model": this.name }, error);
+    }
   }
 
   /** Marks the engine ready to run batches. */

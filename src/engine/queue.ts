@@ -1,5 +1,6 @@
 // The queue of one engine: accepted inputs waiting for a batch, bounded, FIFO by arrival, with cancellation.
 // The engine is its single owner; requests only add jobs and may cancel their own.
+import type { TraceContext } from "../tracing";
 import type { Encoded } from "../tokenize/encode";
 import { Cancelled, Overloaded } from "../errors";
 
@@ -17,6 +18,8 @@ export class Job<R> {
     readonly size: number,
     readonly resolve: (results: R[]) => void,
     readonly reject: (e: Error) => void,
+    /** The request's trace (tracing on), under which the engine records the job's queue wait and batches. */
+    readonly trace: TraceContext | null = null,
   ) {
     this.results = new Array(size);
     this.remaining = size;

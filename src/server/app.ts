@@ -3,6 +3,7 @@
 
 import { BadBody, InfinityError, PayloadTooLarge, RouteNotFound, Unavailable } from "../errors";
 import { isDebug, log } from "../log";
+import { endRequestSpan, requestError, startRequestSpan } from "../tracing";
 import { checkApiKey } from "./auth";
 import { router, type ServerContext } from "./context";
 import { errorResponse, toErrorReply } from "./errors";
@@ -99,6 +100,7 @@ export function createApp(ctx: ServerContext) {
       if (cors) Object.assign(set.headers, cors);
       ctx.inflight++;
       counted.add(request);
+      startRequestSpan(request);
     })
     // A POST without a body or a content type (the admin routes /models/{name}/load and /unload) has nothing to
     // parse; routes that need a body say so through their schema (400), after the API key is checked.
@@ -106,7 +108,8 @@ export function createApp(ctx: ServerContext) {
       const noBody = !request.headers.get("content-type") && !request.headers.get("transfer-encoding") && Number(request.headers.get("content-length") ?? 0) === 0;
       return noBody ? undefined : parseJsonBody(request, config.maxRequestBytes);
     })
-    .onError(({ error, code, set }) => {
+    .onError(({ error, code, set, request }) => {
+      requestError(request, error);
       // Elysia wraps what the body parser throws in a ParseError; the typed cause says what was wrong.
       const cause = code === "PARSE" ? (error as Error).cause : undefined;
       const reply = cause instanceof InfinityError
@@ -125,6 +128,7 @@ export function createApp(ctx: ServerContext) {
       const seconds = t0 === undefined ? 0 : (performance.now() - t0) / 1000;
       const status = typeof set.status === "number" ? set.status : 200;
       const routeLabel = route || "unmatched";
+      endRequestSpan(request, route || undefined, status);
       metrics.requests.inc({ route: routeLabel, method: request.method, status: String(status) });
       metrics.requestSeconds.observe({ route: routeLabel }, seconds);
       if (isDebug()) log.debug("request", { method: request.method, path, status, ms: +(seconds * 1000).toFixed(2) });

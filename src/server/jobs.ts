@@ -16,6 +16,7 @@ import type { QuantizationRanges } from "../model/quantization-ranges";
 import { rankResults, type RerankItem } from "../tasks/rerank";
 import { wasTruncated, type EncodeOptions, type Encoded, type TruncationDirection } from "../tokenize/encode";
 import { cacheHeader, timingHeaders, usageOfCounts, type ServerContext } from "./context";
+import { annotateRequest, traced, traceOf } from "../tracing";
 import { checkCount, checkText, checkTexts } from "./validate";
 import { checkVectorCount, embedInputs as preparedInputs, paramOf, refuseTooLong, type InputChecks, type InputField } from "../tasks/inputs";
 
@@ -92,21 +93,25 @@ async function cachedRun<R>(
   submit?: Submit<R>,
 ): Promise<{ results: R[]; report: JobReport }> {
   const all = keys.map((_, i) => i);
+  const trace = traceOf(signal);
+  if (trace) annotateRequest(signal, { "infinity.model": model.name, "infinity.inputs": keys.length });
+  const tokenize = (indices: number[]) => traced(trace, "tokenize", { "infinity.inputs": indices.length }, () => encode(indices, { direction: t.direction }));
   let pre: Encoded[] | null = null;
   if (!t.truncate) {
-    pre = await encode(all, { direction: t.direction });
+    pre = await tokenize(all);
     refuseTooLong(model, pre, field);
   }
   const truncated: number[] = [];
   const engine = model.engine as unknown as { submit(inputs: Encoded[], signal: AbortSignal): Promise<{ results: R[]; queueMs: number; inferenceMs: number }> };
   const run: Submit<R> = submit ?? ((inputs, s) => engine.submit(inputs, s));
   const out = await ctx.cache.through(model.name, keys, codec, async (missing) => {
-    const inputs = pre ? missing.map((i) => pre[i]!) : await encode(missing, { direction: t.direction });
+    const inputs = pre ? missing.map((i) => pre[i]!) : await tokenize(missing);
     inputs.forEach((e, k) => wasTruncated(e) && truncated.push(missing[k]!));
     const done = await run(inputs, signal, missing);
     return { ...done, tokens: done.tokens ?? inputs.map((e) => e.ids.length) };
-  });
+  }, trace);
   if (truncated.length) ctx.metrics.truncated.inc({ model: model.name }, truncated.length);
+  if (trace) annotateRequest(signal, { "infinity.cache.hits": out.hits, "infinity.truncated_inputs": truncated.length });
   truncated.sort((a, b) => a - b);
   return { results: out.results, report: { usage: usageOfCounts(out.tokens), queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated, hits: out.hits } };
 }

@@ -1,6 +1,7 @@
 // Starts the whole server from a validated Config: listen first (so /health answers 503 while models load),
 // then load models; graceful shutdown drains every engine before the process exits.
 import { ResultCache } from "../cache/cache";
+import { startTracing, tracesUrl } from "../tracing";
 import type { ServerConfig } from "../config";
 import { Registry } from "../engine/registry";
 import { log } from "../log";
@@ -34,6 +35,8 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
   const cache = ResultCache.open(config.resultCache, metrics);
   const ctx: ServerContext = { config, registry, metrics, cache, shuttingDown: false, inflight: 0 };
   const stopLagMonitor = monitorEventLoopLag(metrics.eventLoopLag);
+  const tracing = config.otlpEndpoint ? startTracing(config.otlpEndpoint, config.otlpServiceName) : null;
+  if (config.otlpEndpoint) log.info("exporting traces", { endpoint: tracesUrl(config.otlpEndpoint), service: config.otlpServiceName });
   const app = createApp(ctx);
   app.listen({
     hostname: config.host,
@@ -70,6 +73,8 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
       pool.close();
       mediaPool.close();
       stopLagMonitor();
+      // The last spans are flushed (bounded by the exporter's timeout).
+      await tracing?.shutdown();
       log.info("stopped");
     })();
     return closing;
