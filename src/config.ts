@@ -79,6 +79,8 @@ export interface ServerConfig {
   modelLoadRetrySeconds: number;
   /** null: no result cache (the default). */
   resultCache: ResultCacheConfig | null;
+  /** gRPC port (0: any free one), or null (off). */
+  grpcPort: number | null;
   /** OTLP/HTTP collector URL for traces, or null (off). */
   otlpEndpoint: string | null;
   otlpServiceName: string;
@@ -237,6 +239,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     help: "cache results per input: memory (in-process LRU), sqlite:PATH (file, survives restarts) or redis://HOST:PORT (shared by replicas); a failing cache is skipped, never fails a request" },
   { name: "result-cache-size-mb", kind: "int", perModel: false, default: 1024,
     help: "size bound of the memory and sqlite result caches (least recently used entries are evicted); Redis is bounded by its own maxmemory" },
+  { name: "grpc-port", kind: "int", perModel: false, default: -1, defaultLabel: "off",
+    help: "serve TEI's gRPC API (tei.v1: Info, Embed, Predict, Rerank, Tokenize and their streams) and grpc.health.v1 on this port (0: any free port), on --host, behind the same API key (authorization metadata); a call picks its model with the `model` metadata" },
   { name: "otlp-endpoint", kind: "string", perModel: false, default: null, defaultLabel: "off ($OTEL_EXPORTER_OTLP_ENDPOINT when set)",
     help: "export OpenTelemetry traces over OTLP/HTTP (protobuf) to this collector (its /v1/traces): a span per request with its tokenization, cache lookup, queue wait, batch and inference; a request's traceparent joins its caller's trace" },
   { name: "otlp-service-name", kind: "string", perModel: false, default: "infinity", defaultLabel: "infinity ($OTEL_SERVICE_NAME when set)",
@@ -517,8 +521,15 @@ export function buildConfig(src: Sources): ServerConfig {
     modelLoadRetrySeconds: server("model-load-retry-seconds") as number,
     resultCache: parseResultCache(server("result-cache") as string | null, server("result-cache-size-mb") as number),
     ...otlpOf(src, server("otlp-endpoint") as string | null),
+    grpcPort: grpcPortOf(server("grpc-port") as number),
     models: modelConfigs,
   };
+}
+
+function grpcPortOf(port: number): number | null {
+  if (port === -1) return null;
+  if (port < 0 || port > 65535) throw new ConfigError(`--grpc-port must be between 0 (any free port) and 65535, got ${port}`);
+  return port;
 }
 
 /** Traces: --otlp-endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT; the service name from the flag, else OTEL_SERVICE_NAME. */

@@ -2,6 +2,7 @@
 // then load models; graceful shutdown drains every engine before the process exits.
 import { ResultCache } from "../cache/cache";
 import { startTracing, tracesUrl } from "../tracing";
+import { startGrpc, type GrpcServer } from "./grpc/server";
 import type { ServerConfig } from "../config";
 import { Registry } from "../engine/registry";
 import { log } from "../log";
@@ -16,8 +17,10 @@ export interface RunningServer {
   url: string;
   port: number;
   ctx: ServerContext;
-  /** Resolves once every model is loaded; rejects with the first load failure. */
+  /** Resolves once every model is loaded (and the gRPC port is bound); rejects with the first failure. */
   loaded: Promise<void>;
+  /** The gRPC server (--grpc-port), or null when off. */
+  grpc: Promise<GrpcServer | null>;
   /** Stops accepting, lets queued work finish (bounded by the shutdown timeout), then closes. */
   shutdown(): Promise<void>;
 }
@@ -49,14 +52,16 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
   log.info("listening", { url: `http://${config.host}:${server.port}`, prefix: config.urlPrefix || "/" });
 
-  const loaded = registry.loadAll(config.models, hub);
+  const grpc = config.grpcPort === null ? Promise.resolve(null) : startGrpc(ctx, config.host, config.grpcPort);
+  const loaded = Promise.all([registry.loadAll(config.models, hub), grpc]).then(() => {});
   let closing: Promise<void> | null = null;
 
   const shutdown = (): Promise<void> => {
     if (closing) return closing;
     ctx.shuttingDown = true;
     closing = (async () => {
-      // Requests already accepted finish (app.ts refuses new ones); then the engines run dry.
+      // Requests already accepted finish (app.ts refuses new ones, gRPC takes no new calls); then the engines run dry.
+      await grpc.then((g) => g?.shutdown(), () => {});
       const answered = (async () => {
         while (ctx.inflight > 0) await Bun.sleep(10);
         await registry.idle();
@@ -64,6 +69,9 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
       const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownTimeoutSeconds * 1000).unref?.());
       const result = await Promise.race([answered.then(() => "idle" as const), timeout]);
       if (result === "timeout") log.warn("shutdown timeout reached with work still queued");
+      // gRPC calls answered by now have written their answers; watches and idle connections are closed.
+      await Bun.sleep(result === "idle" ? 100 : 0);
+      (await grpc.catch(() => null))?.close();
       // Work still queued or running is answered (503) while its connections are open; the workers end.
       await registry.close();
       // Let responses of the last batch be written, then close idle keep-alive connections too.
@@ -79,5 +87,5 @@ export function startServer(config: ServerConfig, hub: HubSettings): RunningServ
     })();
     return closing;
   };
-  return { url, port: server.port!, ctx, loaded, shutdown };
+  return { url, port: server.port!, ctx, loaded, grpc, shutdown };
 }

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { ensureBinary, ROOT } from "./binary";
 import { cosine } from "../helpers";
+import * as grpc from "@grpc/grpc-js";
+import { loadSync } from "@grpc/proto-loader";
 
 const MODEL = join(ROOT, "test", "fixtures", "models", "bert-mean-norm");
 const REFERENCE = (await Bun.file(join(ROOT, "test", "fixtures", "reference", "bert-mean-norm.json")).json()) as {
@@ -139,7 +141,16 @@ describe("compiled binary", () => {
   test("`infinity --model-id` (no v2) starts again on the libraries the first run extracted; builds a graph from safetensors", async () => {
     expect(Object.keys(firstRun).length).toBeGreaterThan(0);
     // A second model without an ONNX export: its graph is built (onnx-proto inside the binary) under $HOME's cache.
-    const { proc, base } = await start(["--model-id", join(ROOT, "test", "fixtures", "models", "distilbert-embed")]);
+    // And gRPC (tei.v1 from the embedded descriptor) on a second port.
+    const grpcPort = randomPort();
+    const { proc, base } = await start(["--model-id", join(ROOT, "test", "fixtures", "models", "distilbert-embed"), "--grpc-port", String(grpcPort)]);
+    const tei = (grpc.loadPackageDefinition(loadSync(join(ROOT, "src", "server", "grpc", "tei.proto"), { keepCase: true, defaults: true, enums: String })) as any).tei.v1;
+    const embedClient = new tei.Embed(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+    const md = new grpc.Metadata();
+    md.set("model", "bert-mean-norm");
+    const viaGrpc = await new Promise<any>((resolve, reject) => embedClient.Embed({ inputs: REFERENCE.cases[0]!.text, normalize: true }, md, (e: unknown, r: unknown) => (e ? reject(e) : resolve(r))));
+    embedClient.close();
+    expect(cosine(viaGrpc.embeddings, REFERENCE.cases[0]!.embedding)).toBeGreaterThan(0.9999);
     const distil = (await Bun.file(join(ROOT, "test", "fixtures", "reference", "distilbert-embed.json")).json()) as typeof REFERENCE;
     const built = await fetch(`${base}/embeddings`, {
       method: "POST",

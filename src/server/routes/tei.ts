@@ -31,7 +31,7 @@ const EMBED_SHAPES = "an embed body is TEI-shaped {inputs} or Cohere v1-shaped {
  * several and no name, the one model with the capability the body's shape needs (`hint`); otherwise a 400 naming
  * them, or for /info (`first`) the first model. A model loaded on demand is loaded.
  */
-async function anyModel(ctx: ServerContext, signal: AbortSignal, name: string | undefined, hint?: Capability, first = false): Promise<ServedModel> {
+export async function anyModel(ctx: ServerContext, signal: AbortSignal, name: string | undefined, hint?: Capability, first = false): Promise<ServedModel> {
   const entries = ctx.registry.entries();
   if (name !== undefined && UNNAMED_MODELS.includes(name)) name = undefined;
   let entry = entries.length === 1 ? entries[0] : name !== undefined ? entries.find((e) => e.name === name) : undefined;
