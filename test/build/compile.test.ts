@@ -141,9 +141,13 @@ describe("compiled binary", () => {
   test("`infinity --model-id` (no v2) starts again on the libraries the first run extracted; builds a graph from safetensors", async () => {
     expect(Object.keys(firstRun).length).toBeGreaterThan(0);
     // A second model without an ONNX export: its graph is built (onnx-proto inside the binary) under $HOME's cache.
-    // And gRPC (tei.v1 from the embedded descriptor) on a second port.
+    // And gRPC (tei.v1 from the embedded descriptor) on a second port, and traces to a receiver on loopback.
     const grpcPort = randomPort();
-    const { proc, base } = await start(["--model-id", join(ROOT, "test", "fixtures", "models", "distilbert-embed"), "--grpc-port", String(grpcPort)]);
+    let exported = 0;
+    const receiver = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async (req) => (exported += (await req.arrayBuffer()).byteLength, new Response(new Uint8Array())) });
+    const { proc, base } = await start([
+      "--model-id", join(ROOT, "test", "fixtures", "models", "distilbert-embed"), "--grpc-port", String(grpcPort), "--otlp-endpoint", `http://127.0.0.1:${receiver.port}`,
+    ]);
     const tei = (grpc.loadPackageDefinition(loadSync(join(ROOT, "src", "server", "grpc", "tei.proto"), { keepCase: true, defaults: true, enums: String })) as any).tei.v1;
     const embedClient = new tei.Embed(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
     const md = new grpc.Metadata();
@@ -151,6 +155,9 @@ describe("compiled binary", () => {
     const viaGrpc = await new Promise<any>((resolve, reject) => embedClient.Embed({ inputs: REFERENCE.cases[0]!.text, normalize: true }, md, (e: unknown, r: unknown) => (e ? reject(e) : resolve(r))));
     embedClient.close();
     expect(cosine(viaGrpc.embeddings, REFERENCE.cases[0]!.embedding)).toBeGreaterThan(0.9999);
+    for (let i = 0; i < 40 && exported === 0; i++) await Bun.sleep(100);
+    receiver.stop(true);
+    expect(exported).toBeGreaterThan(0);
     const distil = (await Bun.file(join(ROOT, "test", "fixtures", "reference", "distilbert-embed.json")).json()) as typeof REFERENCE;
     const built = await fetch(`${base}/embeddings`, {
       method: "POST",
