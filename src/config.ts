@@ -153,7 +153,7 @@ export const DEVICES = ["auto", "cpu", "cuda", "tensorrt", "coreml", "dml", "web
 export const OPTIONS: readonly OptionSpec[] = [
   // Per-model options.
   { name: "model-id", kind: "string", perModel: true, repeatable: true, default: null,
-    help: "HuggingFace model id or local folder; repeat to serve several models" },
+    help: "HuggingFace model id, local folder or gs://bucket/folder (copied from Cloud Storage); repeat to serve several models" },
   { name: "served-model-name", kind: "string", perModel: true, repeatable: true, default: null,
     defaultLabel: "derived from model-id", help: "name clients use in the `model` field" },
   { name: "revision", kind: "string", perModel: true, repeatable: true, default: "main",
@@ -599,7 +599,7 @@ export function helpText(): string {
     "usage: infinity v2 --model-id <hub id | folder> [--model-id ...] [options]",
     "       (the `v2` subcommand is optional)",
     "       infinity serve [options]: SageMaker's start: port 8080, the model from HF_MODEL_ID or /opt/ml/model",
-    "Vertex AI's AIP_HTTP_PORT, AIP_STORAGE_URI (a folder), AIP_HEALTH_ROUTE and AIP_PREDICT_ROUTE are read",
+    "Vertex AI's AIP_HTTP_PORT, AIP_STORAGE_URI (gs:// or a folder), AIP_HEALTH_ROUTE and AIP_PREDICT_ROUTE are read",
     "when set (docs/deploy.md).",
     "",
     "Per-model options take one value (for all models) or one per --model-id, by position.",

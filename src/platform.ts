@@ -1,7 +1,7 @@
 // Managed ML platforms start the container their own way; this turns what each one hands the process into the
 // server's own options, below anything given explicitly (flags, INFINITY_* variables, the config file).
 //   SageMaker: `docker run <image> serve`, port 8080, the model in HF_MODEL_ID or unpacked at /opt/ml/model.
-//   Vertex AI: AIP_HTTP_PORT, AIP_STORAGE_URI (the model folder), AIP_HEALTH_ROUTE and AIP_PREDICT_ROUTE (routes the
+//   Vertex AI: AIP_HTTP_PORT, AIP_STORAGE_URI (the model folder, gs:// or a path), AIP_HEALTH_ROUTE and AIP_PREDICT_ROUTE (routes the
 //   server adds: server/routes/platforms.ts).
 import { ConfigError } from "./errors";
 
@@ -38,11 +38,7 @@ export function platformStart(argv: readonly string[], env: Record<string, strin
   }
   if (!hasFlag(args, "port")) out.INFINITY_PORT ??= env.AIP_HTTP_PORT;
   if (noModel && env.AIP_STORAGE_URI) {
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(env.AIP_STORAGE_URI)) {
-      throw new ConfigError(
-        `AIP_STORAGE_URI ${env.AIP_STORAGE_URI}: only a local folder is read; copy the model into the image (or a mounted volume) and set AIP_STORAGE_URI to that folder, or pass a hub id in --model-id / HF_MODEL_ID`,
-      );
-    }
+    // A gs:// URI is copied from Cloud Storage at load (model/gcs.ts); a path is read as it is.
     out.INFINITY_MODEL_ID = env.AIP_STORAGE_URI;
   } else if (noModel && env.HF_MODEL_ID) {
     out.INFINITY_MODEL_ID = env.HF_MODEL_ID;

@@ -6,6 +6,7 @@ import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
 import { buildConfig } from "../src/config";
 import { writeSafetensors } from "../src/model/safetensors";
+import { gcsSettingsFromEnv } from "../src/model/gcs";
 import { configureLog } from "../src/log";
 import type { HubSettings } from "../src/model/resolve";
 import { startServer, type RunningServer } from "../src/server/serve";
@@ -184,7 +185,7 @@ export async function startTestServer(flags: Record<string, string | string[]>, 
   if (!map.has("num-threads")) map.set("num-threads", ["1"]);
   const config = buildConfig({ flags: map, env, file: null, cpuCount: 2 });
   // Graphs built from safetensors are cached under the cache dir: a test that builds names its own (--cache-dir).
-  const server = startServer(config, config.cacheDir ? { ...offlineHub, cacheDir: config.cacheDir } : offlineHub);
+  const server = startServer(config, { ...offlineHub, ...(config.cacheDir ? { cacheDir: config.cacheDir } : {}), gcs: gcsSettingsFromEnv(env) });
   await server.loaded;
   return server;
 }

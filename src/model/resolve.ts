@@ -11,6 +11,7 @@ import { PICKLED_M3_HEADS } from "./hybrid-layout";
 import { onnxExternalDataFiles } from "./onnx-graph";
 import { chooseGraph, weightFilesToFetch } from "./build";
 import { shardsOfIndex } from "./safetensors";
+import { copyGcsFolder, gcsSettingsFromEnv, parseGcsUri, type GcsSettings } from "./gcs";
 
 export interface HubSettings {
   /** Hub base URL (HF_ENDPOINT), e.g. https://huggingface.co. */
@@ -18,6 +19,8 @@ export interface HubSettings {
   token: string | null;
   offline: boolean;
   cacheDir: string;
+  /** Cloud Storage (gs:// model ids); from the environment when absent. */
+  gcs?: GcsSettings;
   /** Progress output; a TTY gets a redrawn bar, anything else a line per file. */
   progress: (msg: string, done: boolean) => void;
 }
@@ -40,6 +43,7 @@ export function hubSettingsFromEnv(env: Record<string, string | undefined>, cach
     token: env.HF_TOKEN ?? env.HUGGING_FACE_HUB_TOKEN ?? null,
     offline: truthy(env.HF_HUB_OFFLINE) || truthy(env.TRANSFORMERS_OFFLINE),
     cacheDir,
+    gcs: gcsSettingsFromEnv(env),
     progress: (msg, done) => {
       if (tty) process.stderr.write(`\r\x1b[2K${msg}${done ? "\n" : ""}`);
       else if (done) process.stderr.write(msg + "\n");
@@ -164,6 +168,12 @@ export function progressLine(label: string, done: number, total: number): string
 
 /** Resolves a model id to a folder, downloading what it needs from the hub into the cache. */
 export async function resolveModel(modelId: string, revision: string, dtype: Dtype, settings: HubSettings, graph: GraphMode = "auto"): Promise<ResolvedModel> {
+  if (modelId.startsWith("gs://")) {
+    // A folder in Cloud Storage (Vertex AI's AIP_STORAGE_URI): copied into the cache once, then read as a folder.
+    const { bucket, prefix } = parseGcsUri(modelId);
+    const dir = await copyGcsFolder(modelId, join(settings.cacheDir, "gcs", bucket, prefix || "_bucket"), settings.gcs ?? gcsSettingsFromEnv({}));
+    return { dir, files: listFolder(dir), source: "local" };
+  }
   if (looksLikeLocalPath(modelId)) {
     const dir = resolvePath(modelId.startsWith("~") ? join(homedir(), modelId.slice(1)) : modelId);
     if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ModelLoadError(`model folder not found: ${dir}`);

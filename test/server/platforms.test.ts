@@ -6,7 +6,11 @@ import { loadConfig } from "../../src/cli";
 import { ConfigError } from "../../src/errors";
 import { platformStart, SAGEMAKER_MODEL_DIR, vertexRoutes } from "../../src/platform";
 import type { RunningServer } from "../../src/server/serve";
-import { fixture, postJson, startTestServer } from "../helpers";
+import { fixture, offlineHub, postJson, startTestServer } from "../helpers";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { listFolder, resolveModel } from "../../src/model/resolve";
 
 describe("how each platform starts the server", () => {
   const none = () => false;
@@ -24,10 +28,10 @@ describe("how each platform starts the server", () => {
     expect(cfg.models.map((m) => m.modelId)).toEqual([fixture("bert-mean-norm")]);
   });
 
-  test("Vertex AI: AIP_HTTP_PORT, AIP_STORAGE_URI as a folder (a gs:// URI is refused with what to do), else HF_MODEL_ID", () => {
+  test("Vertex AI: AIP_HTTP_PORT, AIP_STORAGE_URI (a gs:// URI or a folder), else HF_MODEL_ID", () => {
     expect(platformStart([], { AIP_HTTP_PORT: "8081", AIP_STORAGE_URI: "/models/m" }, none)).toMatchObject({ platform: "vertex", env: { INFINITY_PORT: "8081", INFINITY_MODEL_ID: "/models/m" } });
     expect(platformStart([], { AIP_HTTP_PORT: "8081", HF_MODEL_ID: "org/m" }, none).env.INFINITY_MODEL_ID).toBe("org/m");
-    expect(() => platformStart([], { AIP_HTTP_PORT: "8081", AIP_STORAGE_URI: "gs://bucket/model" }, none)).toThrow(/only a local folder is read/);
+    expect(platformStart([], { AIP_HTTP_PORT: "8081", AIP_STORAGE_URI: "gs://bucket/model" }, none).env.INFINITY_MODEL_ID).toBe("gs://bucket/model");
     expect(platformStart(["--model-id", "x"], { AIP_HTTP_PORT: "8081", AIP_STORAGE_URI: "gs://b/m" }, none).env.INFINITY_MODEL_ID).toBeUndefined();
     expect(platformStart(["v2", "--model-id", "x"], {}, none)).toMatchObject({ platform: null, args: ["--model-id", "x"] });
     expect(vertexRoutes({ AIP_HEALTH_ROUTE: "/h/", AIP_PREDICT_ROUTE: "/v1/endpoints/1/deployedModels/2:predict" })).toEqual({ health: "/h", predict: "/v1/endpoints/1/deployedModels/2:predict" });
@@ -109,6 +113,67 @@ describe("the platforms' routes on a live server", () => {
       expect((await postJson(`${keyed.url}/vertex/predict`, { instances: [{ inputs: "a" }] }, { authorization: "Bearer k" })).status).toBe(200);
     } finally {
       await keyed.shutdown();
+    }
+  });
+});
+
+describe("AIP_STORAGE_URI in Cloud Storage (a stand-in for its JSON API and the metadata server, on loopback)", () => {
+  const source = fixture("bert-mean-norm");
+  const seen: Array<{ path: string; auth: string | null }> = [];
+  let gcs: ReturnType<typeof Bun.serve>;
+  beforeAll(() => {
+    gcs = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const url = new URL(req.url);
+        seen.push({ path: url.pathname, auth: req.headers.get("authorization") });
+        if (url.pathname === "/computeMetadata/v1/instance/service-accounts/default/token") {
+          return req.headers.get("metadata-flavor") === "Google" ? Response.json({ access_token: "ya29.test", expires_in: 3600 }) : new Response("no", { status: 403 });
+        }
+        if (url.pathname === "/storage/v1/b/models-bucket/o") {
+          const prefix = url.searchParams.get("prefix") ?? "";
+          // Two pages, as the API splits long listings.
+          const all = listFolder(source).map((f) => `vertex/bge/${f}`).filter((n) => n.startsWith(prefix));
+          const second = url.searchParams.get("pageToken") === "p2";
+          const half = Math.ceil(all.length / 2);
+          return Response.json({ items: (second ? all.slice(half) : all.slice(0, half)).map((name) => ({ name })), ...(second ? {} : { nextPageToken: "p2" }) });
+        }
+        const object = /^\/storage\/v1\/b\/models-bucket\/o\/(.+)$/.exec(url.pathname);
+        if (object && url.searchParams.get("alt") === "media") {
+          const name = decodeURIComponent(object[1]!);
+          return new Response(Bun.file(join(source, name.slice("vertex/bge/".length))));
+        }
+        return new Response("not found", { status: 404 });
+      },
+    });
+  });
+  afterAll(() => gcs.stop(true));
+
+  test("the folder is copied once (with the metadata server's token) and served; a missing one is a clear error", async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), "infinity-gcs-"));
+    const settings = { ...offlineHub, cacheDir, gcs: { endpoint: `http://127.0.0.1:${gcs.port}`, metadataHost: `127.0.0.1:${gcs.port}` } };
+    const r = await resolveModel("gs://models-bucket/vertex/bge", "main", "auto", settings);
+    expect(r.dir).toBe(join(cacheDir, "gcs", "models-bucket", "vertex/bge"));
+    expect(r.files).toEqual(listFolder(source));
+    expect(seen.filter((s) => s.path.startsWith("/storage/")).every((s) => s.auth === "Bearer ya29.test")).toBe(true);
+    const fetched = seen.length;
+    await resolveModel("gs://models-bucket/vertex/bge", "main", "auto", settings);
+    expect(seen.length).toBe(fetched);
+    await expect(resolveModel("gs://models-bucket/nothing-here", "main", "auto", settings)).rejects.toThrow(/holds no files/);
+    await expect(resolveModel("gs://Bad_Bucket", "main", "auto", settings)).rejects.toThrow(/not a Cloud Storage URI/);
+    await expect(resolveModel("gs://models-bucket/x", "main", "auto", { ...settings, cacheDir: mkdtempSync(join(tmpdir(), "g-")), gcs: { ...settings.gcs, metadataHost: "127.0.0.1:9" } })).rejects.toThrow(/metadata server 127\.0\.0\.1:9 is unreachable/);
+
+    // Vertex's start: AIP_STORAGE_URI names the bucket folder; an emulator host needs no token.
+    const env = { AIP_HTTP_PORT: "0", AIP_STORAGE_URI: "gs://models-bucket/vertex/bge", STORAGE_EMULATOR_HOST: `127.0.0.1:${gcs.port}` };
+    const start = platformStart([], env, () => false);
+    const vertex = await startTestServer({ "model-id": start.env.INFINITY_MODEL_ID!, "cache-dir": mkdtempSync(join(tmpdir(), "infinity-gcs-")), "model-warmup": "false" }, env);
+    try {
+      const res = await postJson(`${vertex.url}/embed`, { inputs: "hello" });
+      expect(res.status).toBe(200);
+      expect(res.json[0].length).toBe(32);
+    } finally {
+      await vertex.shutdown();
     }
   });
 });
