@@ -47,7 +47,7 @@ describe("architectures", () => {
     expect(architectureFor({ architectures: ["Qwen3ForCausalLM"], model_type: "qwen3" })?.architectures).toContain("Qwen3Model");
     expect(architectureFor({ architectures: ["LlamaModel"], model_type: "qwen3" })).toBeNull();
     for (const name of ["BertModel", "BertForSequenceClassification", "RobertaModel", "XLMRobertaModel", "DistilBertModel", "MPNetModel", "ModernBertModel",
-      "NomicBertModel", "Qwen3Model", "Qwen3ForSequenceClassification", "Qwen3ForCausalLM", "Gemma3TextModel", "DebertaV2Model", "DebertaV2ForSequenceClassification"]) {
+      "NomicBertModel", "BertForMaskedLM", "DistilBertForMaskedLM", "HF_ColBERT", "Qwen3Model", "Qwen3ForSequenceClassification", "Qwen3ForCausalLM", "Gemma3TextModel", "DebertaV2Model", "DebertaV2ForSequenceClassification"]) {
       expect(knownArchitectures()).toContain(name);
     }
     const msg = unknownArchitectureMessage({ architectures: ["LlamaModel"] }, "org/llama-embed");
@@ -63,6 +63,10 @@ describe("architectures", () => {
     const root = tmp("wrong-cache");
     expect(() => builtGraph(dir, ["config.json", "model.safetensors"], { architectures: ["BertModel"], hidden_size: 2 }, root, "m")).toThrow(ModelLoadError);
     expect(listFolder(root)).toEqual([]);
+    // A BERT checkpoint called HF_ColBERT without the projection would serve unprojected vectors: refused.
+    const bertDir = fixture("bert-mean-norm");
+    const config = { ...JSON.parse(readFileSync(join(bertDir, "config.json"), "utf8")), architectures: ["HF_ColBERT"] };
+    expect(() => builtGraph(bertDir, listFolder(bertDir), config, root, "m")).toThrow(/HF_ColBERT checkpoint needs its projection linear\.weight/);
   });
 });
 
@@ -171,5 +175,28 @@ describe("int8 weights (MatMulNBits)", () => {
         }
       }
     }
+  });
+});
+
+describe("masked-LM heads", () => {
+  test("DistilBertForMaskedLM: the built graph's logits match the export torch made of the same weights", async () => {
+    // opensearch-sparse keeps its DistilBertForMaskedLM (saved by transformers) in document_0_MLMTransformer/ and
+    // torch.onnx's export of it in onnx/model.onnx.
+    const dir = join(fixture("opensearch-sparse"), "document_0_MLMTransformer");
+    const files = listFolder(dir);
+    const built = builtGraph(dir, files, JSON.parse(readFileSync(join(dir, "config.json"), "utf8")), tmp("mlm"), "mlm");
+    const [mine, theirs] = await Promise.all([built.path, join(fixture("opensearch-sparse"), "onnx", "model.onnx")].map((p) => ort.InferenceSession.create(p)));
+    const ids = [[101, 7, 300, 41, 102, 0], [101, 5, 102, 0, 0, 0]].flat();
+    const mask = [[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]].flat();
+    const feeds = (s: ort.InferenceSession) => Object.fromEntries(s.inputNames.map((n) => [n, new ort.Tensor("int64", BigInt64Array.from((n === "attention_mask" ? mask : ids).map(BigInt)), [2, 6])]));
+    const a = (await mine!.run(feeds(mine!))).logits!;
+    const b = (await theirs!.run(feeds(theirs!))).logits!;
+    expect(a.dims).toEqual(b.dims);
+    expect(a.dims[2]).toBeGreaterThan(1000);
+    let worst = 0;
+    const [x, y] = [a.data as Float32Array, b.data as Float32Array];
+    // Padded positions differ between implementations (their rows are never read): compare the real tokens only.
+    for (let i = 0; i < x.length; i++) if (mask[Math.floor(i / a.dims[2]!)]) worst = Math.max(worst, Math.abs(x[i]! - y[i]!));
+    expect(worst).toBeLessThanOrEqual(1e-4);
   });
 });

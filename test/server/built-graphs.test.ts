@@ -7,17 +7,22 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RunningServer } from "../../src/server/serve";
-import { cosine, fixture, l2, maxAbsDiff, postJson, reference, startTestServer } from "../helpers";
+import { cosine, expectVectorsClose, fixture, l2, maxAbsDiff, postJson, reference, sparseDiff, startTestServer } from "../helpers";
 
 /**
  * Embedders (sentence-transformers references); the last four have no ONNX export, so auto builds them (nomic-st's
  * references come from nomic's own remote code; nomic-embed holds BERT weights under a nomic_bert config).
  */
-const EMBEDDERS = ["bert-mean-norm", "roberta-cls", "xlmr-max", "modernbert-embed", "nomic-embed", "qwen3-embed", "gemma-st", "nomic-st", "distilbert-embed", "mpnet-embed"] as const;
+const EMBEDDERS = ["bert-mean-norm", "bert-dense", "roberta-cls", "xlmr-max", "modernbert-embed", "nomic-embed", "qwen3-embed", "gemma-st", "nomic-st", "distilbert-embed", "mpnet-embed"] as const;
 const NO_EXPORT = new Set<string>(["distilbert-embed", "mpnet-embed", "gemma-st", "nomic-st"]);
 const RERANKERS = ["bert-rerank", "deberta-rerank", "qwen3-rerank", "qwen3-rerank-seq-cls"] as const;
 const CLASSIFIERS = ["bert-classify", "deberta-classify"] as const;
-const MODELS = [...EMBEDDERS, ...RERANKERS, ...CLASSIFIERS];
+/**
+ * Heads beside the encoder: SPLADE's masked-LM head (BertForMaskedLM) in the graph, Stanford ColBERT's projection in
+ * the graph (HF_ColBERT's linear), PyLate's 1_Dense and bge-m3's pickled sparse / ColBERT heads run by the server.
+ */
+const HEADS = ["splade", "colbert-stanford", "colbert-pylate", "bge-m3-baai"] as const;
+const MODELS = [...EMBEDDERS, ...RERANKERS, ...CLASSIFIERS, ...HEADS];
 
 let server: RunningServer;
 let url: string;
@@ -30,6 +35,7 @@ beforeAll(async () => {
     "cache-dir": cacheDir,
     "batch-size": "8",
     "max-inputs-per-request": "64",
+    "max-vectors-per-request": "1000",
     "model-warmup": "false",
   });
   url = server.url;
@@ -130,6 +136,50 @@ describe("rerankers and classifiers from built graphs match CrossEncoder / trans
       (ref.cases as Case[]).forEach((c, i) => check(all.json.data[i], c));
     });
   }
+});
+
+describe("heads beside the encoder, over built graphs, match their references (<= 1e-4)", () => {
+  type Sparse = { indices: number[]; values: number[] };
+  test("splade (BertForMaskedLM's head in the graph): /embeddings batched and alone", async () => {
+    const ref = await reference("splade");
+    const cases = ref.cases as ({ text: string } & Sparse)[];
+    const all = await postJson(`${url}/embeddings`, { model: "splade", input: cases.map((c) => c.text) });
+    expect(all.status).toBe(200);
+    cases.forEach((c, i) => expect(sparseDiff(all.json.data[i].embedding, c)).toBeLessThanOrEqual(1e-4));
+    for (const c of cases.slice(0, 4)) {
+      const one = await postJson(`${url}/embeddings`, { model: "splade", input: c.text });
+      expect(sparseDiff(one.json.data[0].embedding, c)).toBeLessThanOrEqual(1e-4);
+      expect(one.json.data[0].embedding.indices).toEqual(c.indices);
+    }
+  });
+
+  for (const name of ["colbert-stanford", "colbert-pylate"]) {
+    test(`${name}: documents batched, queries alone`, async () => {
+      const ref = await reference(name);
+      type Case = { text: string; embeddings: number[][] };
+      const docs = await postJson(`${url}/embeddings`, { model: name, input: ref.documents.map((d: Case) => d.text), encoding_format: "float" });
+      expect(docs.status).toBe(200);
+      (ref.documents as Case[]).forEach((d, i) => expectVectorsClose(docs.json.data[i].embedding, d.embeddings));
+      for (const q of ref.queries as Case[]) {
+        const { json } = await postJson(`${url}/embeddings`, { model: name, input: q.text, input_type: "query", encoding_format: "float" });
+        expectVectorsClose(json.data[0].embedding, q.embeddings);
+      }
+    });
+  }
+
+  test("bge-m3-baai (XLMRobertaModel + sparse_linear.pt / colbert_linear.pt): dense, sparse and multi-vector in one request", async () => {
+    const ref = await reference("bge-m3");
+    type Case = { text: string; dense: number[]; sparse: Sparse; multi_vector: number[][] };
+    const cases = ref.cases as Case[];
+    const { status, json } = await postJson(`${url}/embeddings`, { model: "bge-m3-baai", input: cases.map((c) => c.text), output: ["dense", "sparse", "multi_vector"], encoding_format: "float" });
+    expect(status).toBe(200);
+    cases.forEach((c, i) => {
+      const e = json.data[i].embedding;
+      expect(maxAbsDiff(e.dense, c.dense)).toBeLessThanOrEqual(1e-4);
+      expect(sparseDiff(e.sparse, c.sparse)).toBeLessThanOrEqual(1e-4);
+      expectVectorsClose(e.multi_vector, c.multi_vector);
+    });
+  });
 });
 
 describe("the graph cache", () => {

@@ -8,6 +8,8 @@ export interface Built {
   logits?: string;
   /** Per-position logits ([B, S, V]) rather than one row per sequence. */
   tokenLogits?: boolean;
+  /** A Stanford ColBERT's projected token vectors, [B, S, dim] (output contextual, as its exports name them). */
+  contextual?: string;
 }
 
 export interface Architecture {

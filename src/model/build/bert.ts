@@ -1,11 +1,12 @@
-// BERT, RoBERTa and XLM-RoBERTa encoders (post-LayerNorm, absolute positions), their base models and their
-// sequence-classification heads (BERT's pooler + classifier, RoBERTa's dense + tanh + out_proj).
+// BERT, RoBERTa and XLM-RoBERTa encoders (post-LayerNorm, absolute positions), their base models, their
+// sequence-classification heads (BERT's pooler + classifier, RoBERTa's dense + tanh + out_proj), BERT's masked-LM
+// head (SPLADE sparse encoders) and Stanford ColBERT's projection.
 import { ModelLoadError } from "../../errors";
-import { arangePositions, bertSublayers, Builder, embed, fusedSelfAttention, maskIndex, postNormSublayers, textInputs } from "./blocks";
+import { arangePositions, bertSublayers, Builder, embed, fusedSelfAttention, maskedLmHead, maskIndex, postNormSublayers, textInputs } from "./blocks";
 import type { Architecture, Built } from "./architecture";
 
 /** BERT-style embeddings, encoder layers and heads; `roberta`: positions counted from padding_idx + 1. */
-function buildBertLike(b: Builder, roberta: boolean): Built {
+function buildBertLike(b: Builder, roberta: boolean): { hidden: string; table: string; act: string; eps: number } {
   const g = b.g;
   b.usePrefix("embeddings.word_embeddings.weight", ["bert.", "roberta.", "model."]);
   const eps = b.num("layer_norm_eps", 1e-12);
@@ -27,7 +28,8 @@ function buildBertLike(b: Builder, roberta: boolean): Built {
   } else {
     positions = arangePositions(g, inputs.ids);
   }
-  let h = g.op("Add", [embed(b, inputs.ids, "embeddings.word_embeddings"), embed(b, positions, "embeddings.position_embeddings")]);
+  const table = b.tensor("embeddings.word_embeddings.weight");
+  let h = g.op("Add", [g.op("Gather", [table, inputs.ids]), embed(b, positions, "embeddings.position_embeddings")]);
   if (types) h = g.op("Add", [h, embed(b, inputs.types!, "embeddings.token_type_embeddings")]);
   h = b.layerNorm(h, "embeddings.LayerNorm", eps);
 
@@ -37,7 +39,7 @@ function buildBertLike(b: Builder, roberta: boolean): Built {
     const ctx = fusedSelfAttention(b, h, { q: `${p}.attention.self.query`, k: `${p}.attention.self.key`, v: `${p}.attention.self.value` }, heads, mask);
     h = postNormSublayers(b, h, ctx, bertSublayers(p), act, eps);
   }
-  return { hidden: h };
+  return { hidden: h, table, act, eps };
 }
 
 /** The first token's state, [B, H]. */
@@ -47,10 +49,20 @@ function firstToken(b: Builder, h: string): string {
 }
 
 export const bert: Architecture = {
-  architectures: ["BertModel", "BertForSequenceClassification", "HF_ColBERT"],
+  architectures: ["BertModel", "BertForSequenceClassification", "BertForMaskedLM", "HF_ColBERT"],
   modelTypes: ["bert"],
   build(b) {
-    const { hidden } = buildBertLike(b, false);
+    const { hidden, table, act, eps } = buildBertLike(b, false);
+    if (b.declares("HF_ColBERT")) {
+      // Stanford ColBERT: BertModel under bert. and its projection `linear` (no bias) at the top.
+      if (!b.w.has("linear.weight")) throw new ModelLoadError("an HF_ColBERT checkpoint needs its projection linear.weight beside the bert.* weights; these weights have none");
+      return { hidden, contextual: b.linear(hidden, "linear", { top: true }) };
+    }
+    if (b.declares("BertForMaskedLM")) {
+      const p = "cls.predictions";
+      const head = { dense: `${p}.transform.dense`, norm: `${p}.transform.LayerNorm`, decoder: `${p}.decoder`, bias: [`${p}.bias`, `${p}.decoder.bias`] };
+      return { hidden, logits: maskedLmHead(b, hidden, table, head, act, eps), tokenLogits: true };
+    }
     if (!b.w.has("classifier.weight")) return { hidden };
     // BertForSequenceClassification: classifier(tanh(pooler(h[:, 0]))).
     const pooled = b.activation(b.linear(firstToken(b, hidden), "pooler.dense"), "tanh");

@@ -36,6 +36,11 @@ export class Builder {
     return this.w.has(this.prefix + n);
   }
 
+  /** Whether config.json's `architectures` names `arch` (the head to build). */
+  declares(arch: string): boolean {
+    return Array.isArray(this.config.architectures) && this.config.architectures.map(String).includes(arch);
+  }
+
   /** A config number, or `fallback`; a missing required number (no fallback) fails the build with its key. */
   num(key: string, fallback?: number): number {
     const v = this.config[key];
@@ -137,9 +142,11 @@ export class Builder {
     return this.g.opN("Split", [bias ? this.g.op("Add", [y, bias]) : y, this.g.constInt(outs)], ns.length, { axis: -1 });
   }
 
-  layerNorm(x: string, n: string, eps: number): string {
-    const bias = this.has(`${n}.bias`) ? this.tensor(`${n}.bias`) : this.g.constFloat(new Array(this.w.shape(this.name(`${n}.weight`))[0]).fill(0));
-    return this.g.op("LayerNormalization", [x, this.tensor(`${n}.weight`), bias], { axis: -1, epsilon: f(eps) });
+  /** LayerNorm `n` (under the prefix unless `top`); without a stored bias, zeros. */
+  layerNorm(x: string, n: string, eps: number, opts: { top?: boolean } = {}): string {
+    const full = opts.top ? n : this.name(n);
+    const bias = this.w.has(`${full}.bias`) ? this.tensor(`${n}.bias`, opts) : this.g.constFloat(new Array(this.w.shape(`${full}.weight`)[0]).fill(0));
+    return this.g.op("LayerNormalization", [x, this.tensor(`${n}.weight`, opts), bias], { axis: -1, epsilon: f(eps) });
   }
 
   /**
@@ -201,6 +208,19 @@ export function textInputs(g: Graph, opts: { tokenTypes?: boolean; positions?: b
 /** Gathers rows of an embedding table. */
 export function embed(b: Builder, ids: string, table: string): string {
   return b.g.op("Gather", [b.tensor(`${table}.weight`), ids]);
+}
+
+/**
+ * A masked-LM head at every position, [B, S, V] (SPLADE-style sparse encoders pool it): decoder(LayerNorm(act(dense(h)))),
+ * top-level names. The decoder is the word embedding `table` (transposed in the graph, stored once) unless the weights
+ * hold their own; its bias is the first of `bias` the weights have.
+ */
+export function maskedLmHead(b: Builder, h: string, table: string, n: { dense: string; norm: string; decoder: string; bias: readonly string[] }, act: string, eps: number): string {
+  const g = b.g;
+  const x = b.layerNorm(b.activation(b.linear(h, n.dense, { top: true }), act), n.norm, eps, { top: true });
+  const y = b.w.has(`${n.decoder}.weight`) ? b.matmul(x, n.decoder, { top: true }) : g.op("MatMul", [x, g.op("Transpose", [table], { perm: [1, 0] })]);
+  const bias = n.bias.find((name) => b.w.has(name));
+  return bias ? g.op("Add", [y, b.tensor(bias, { top: true })]) : y;
 }
 
 /** Positions 0..S-1 as a [1, S] int64 tensor, from any [B, S] input. */

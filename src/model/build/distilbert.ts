@@ -1,9 +1,9 @@
-// DistilBERT (DistilBertModel): BERT's post-LayerNorm encoder without token types, with learned absolute positions
+// DistilBERT (DistilBertModel, and DistilBertForMaskedLM's head for SPLADE-style sparse encoders): BERT's post-LayerNorm encoder without token types, with learned absolute positions
 // from 0 and its own names (q_lin / k_lin / v_lin / out_lin, sa_layer_norm, ffn.lin1 / lin2, output_layer_norm).
 // transformers builds every DistilBERT LayerNorm with eps 1e-12 whatever the config says, and reads the FFN's
 // activation from config `activation`.
 import { ModelLoadError } from "../../errors";
-import { arangePositions, Builder, embed, fusedSelfAttention, maskIndex, textInputs } from "./blocks";
+import { arangePositions, Builder, fusedSelfAttention, maskedLmHead, maskIndex, textInputs } from "./blocks";
 import type { Architecture } from "./architecture";
 
 const EPS = 1e-12;
@@ -28,7 +28,7 @@ function positionTable(b: Builder, dim: number): string {
 }
 
 export const distilbert: Architecture = {
-  architectures: ["DistilBertModel"],
+  architectures: ["DistilBertModel", "DistilBertForMaskedLM"],
   modelTypes: ["distilbert"],
   build(b) {
     const g = b.g;
@@ -41,7 +41,8 @@ export const distilbert: Architecture = {
     const inputs = textInputs(g);
 
     const positions = arangePositions(g, inputs.ids);
-    let h = g.op("Add", [embed(b, inputs.ids, "embeddings.word_embeddings"), g.op("Gather", [positionTable(b, dim), positions])]);
+    const table = b.tensor("embeddings.word_embeddings.weight");
+    let h = g.op("Add", [g.op("Gather", [table, inputs.ids]), g.op("Gather", [positionTable(b, dim), positions])]);
     h = b.layerNorm(h, "embeddings.LayerNorm", EPS);
 
     const mask = maskIndex(g, inputs.mask);
@@ -56,6 +57,8 @@ export const distilbert: Architecture = {
       const down = b.matmul(inter, `${p}.ffn.lin2`);
       h = b.skipLayerNorm(down, h, `${p}.output_layer_norm`, EPS, b.tensor(`${p}.ffn.lin2.bias`));
     }
-    return { hidden: h };
+    if (!b.declares("DistilBertForMaskedLM")) return { hidden: h };
+    const head = { dense: "vocab_transform", norm: "vocab_layer_norm", decoder: "vocab_projector", bias: ["vocab_projector.bias"] };
+    return { hidden: h, logits: maskedLmHead(b, h, table, head, act, EPS), tokenLogits: true };
   },
 };

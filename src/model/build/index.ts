@@ -23,7 +23,7 @@ import { safetensorsFiles, shardsOfIndex, Weights } from "../safetensors";
 export const ARCHITECTURES: readonly Architecture[] = [bert, roberta, distilbert, mpnet, modernbert, nomic, deberta, qwen3, gemma3];
 
 /** Bumped whenever a built graph changes for the same weights: older cached graphs are then rebuilt. */
-export const BUILDER_VERSION = 2;
+export const BUILDER_VERSION = 3;
 
 
 /** The architecture that builds a config, or null. */
@@ -202,6 +202,7 @@ export function writeGraph(arch: Architecture, dir: string, files: readonly stri
     const built: Built = arch.build(b);
     const hidden = Number(config.hidden_size ?? config.d_model ?? config.dim);
     g.output(built.hidden, "last_hidden_state", ElemType.float, ["batch", "sequence", Number.isFinite(hidden) ? hidden : "hidden"]);
+    if (built.contextual) g.output(built.contextual, "contextual", ElemType.float, ["batch", "sequence", "dim"]);
     if (built.logits) g.output(built.logits, "logits", ElemType.float, built.tokenLogits ? ["batch", "sequence", "vocab"] : ["batch", "labels"]);
     g.write(path, `infinity graph builder ${BUILDER_VERSION}`);
   } catch (e) {

@@ -84,9 +84,8 @@ export const qwen3: Architecture = {
   modelTypes: ["qwen3"],
   build(b): Built {
     const { hidden, ids, table } = buildQwen3(b);
-    const names = Array.isArray(b.config.architectures) ? b.config.architectures.map(String) : [];
-    if (names.includes("Qwen3ForSequenceClassification")) return { hidden, logits: b.linear(lastNonPad(b, hidden, ids), "score", { top: true }) };
-    if (!names.includes("Qwen3ForCausalLM")) return { hidden };
+    if (b.declares("Qwen3ForSequenceClassification")) return { hidden, logits: b.linear(lastNonPad(b, hidden, ids), "score", { top: true }) };
+    if (!b.declares("Qwen3ForCausalLM")) return { hidden };
     // The lm_head: its own weight, or the embedding table when tied (transposed in the graph, stored once).
     const tied = b.config.tie_word_embeddings === true || !b.w.has("lm_head.weight");
     const head = tied ? b.g.op("Transpose", [table], { perm: [1, 0] }) : b.tensor("lm_head.weight", { transpose: true, top: true });
