@@ -166,7 +166,7 @@ export const OPTIONS: readonly OptionSpec[] = [
   { name: "dtype", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DTYPES,
     help: "which ONNX export to load: float32 (model.onnx), float16 (model_fp16.onnx), int8 (model_quantized.onnx / model_int8.onnx); auto prefers float32. A built graph (--graph) is float32, or int8 with its weights quantized at build time (MatMulNBits)" },
   { name: "graph", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: GRAPH_MODES,
-    help: "which graph runs: export (the repository's ONNX file), build (built at load from config.json and safetensors, cached under the cache dir's infinity-graphs/), or auto: the export when the repository has one, else built; GET /models says which ran and why" },
+    help: "which graph runs: export (the repository's ONNX file), build (built at load from config.json and safetensors, cached under the cache dir's infinity-graphs/), or auto: built when the repository has no export, or for BERT / RoBERTa / XLM-R at float32 (measured as fast as their exports, with less memory), else the export; GET /models says which ran and why" },
   { name: "device", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: DEVICES,
     help: "onnxruntime execution provider; falls back to cpu with a warning when unavailable" },
   { name: "pooling-method", kind: "enum", perModel: true, repeatable: true, default: "auto", choices: POOLING_METHODS,

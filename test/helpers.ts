@@ -1,6 +1,7 @@
 // Shared test helpers: fixture paths, reference files, and an in-process server on a free loopback port.
 import { describe, expect, test } from "bun:test";
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { Tokenizer } from "tokenizers";
@@ -167,11 +168,23 @@ export function describeLikeLibrary(title: string, names: readonly string[], inp
 
 configureLog((process.env.TEST_LOG_LEVEL as "debug" | undefined) ?? "error", "text");
 
+let sharedCacheDir: string | null = null;
+/** The cache dir test servers use unless told one: empty at first, shared by this process's servers. */
+export function testCacheDir(): string {
+  if (sharedCacheDir === null) {
+    const dir = mkdtempSync(join(tmpdir(), "infinity-test-cache-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    sharedCacheDir = dir;
+  }
+  return sharedCacheDir;
+}
+
 export const offlineHub: HubSettings = {
   endpoint: "http://127.0.0.1:9",
   token: null,
   offline: true,
-  cacheDir: "/nonexistent-cache",
+  // Empty: nothing is cached for the offline hub; graphs the tests build are written here.
+  cacheDir: testCacheDir(),
   progress: () => {},
 };
 
@@ -184,7 +197,6 @@ export async function startTestServer(flags: Record<string, string | string[]>, 
   if (!map.has("tokenizer-workers")) map.set("tokenizer-workers", ["1"]);
   if (!map.has("num-threads")) map.set("num-threads", ["1"]);
   const config = buildConfig({ flags: map, env, file: null, cpuCount: 2 });
-  // Graphs built from safetensors are cached under the cache dir: a test that builds names its own (--cache-dir).
   const server = startServer(config, { ...offlineHub, ...(config.cacheDir ? { cacheDir: config.cacheDir } : {}), gcs: gcsSettingsFromEnv(env) });
   await server.loaded;
   return server;

@@ -76,7 +76,7 @@ export function looksLikeLocalPath(modelId: string): boolean {
  * Which repository files a model needs: metadata, module configs, and the ONNX file for the dtype and its data, or,
  * when the graph is built (--graph), the safetensors weights (a sharded model's index; its shards follow it).
  */
-export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId?: string, graph: GraphMode = "auto"): string[] {
+export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId?: string, graph: GraphMode = "auto", config: Record<string, unknown> | null = null): string[] {
   const wanted = new Set<string>();
   const have = new Set(repoFiles);
   // Metadata at the root, else the copy inside onnx/ (self-contained export folders).
@@ -94,7 +94,7 @@ export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId
   }
   // BAAI/bge-m3's sparse and ColBERT heads (torch.save'd nn.Linear state_dicts, a few MB) beside its encoder export.
   for (const f of PICKLED_M3_HEADS) if (have.has(f)) wanted.add(f);
-  if (chooseGraph(repoFiles, graph, dtype).build) {
+  if (chooseGraph(repoFiles, graph, dtype, config).build) {
     for (const f of weightFilesToFetch(repoFiles)) wanted.add(f);
     return [...wanted];
   }
@@ -103,6 +103,16 @@ export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId
     for (const f of externalDataFiles(file, repoFiles)) wanted.add(f);
   }
   return [...wanted];
+}
+
+/** A JSON file's object, or null when it is not one (the load that reads it later says what is wrong). */
+function readJsonOrNull(path: string): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(readFileSync(path, "utf8"));
+    return v && typeof v === "object" && !Array.isArray(v) ? v : null;
+  } catch {
+    return null;
+  }
 }
 
 function repoFolder(cacheDir: string, modelId: string): string {
@@ -194,7 +204,8 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
     const dir = join(repo, "snapshots", cachedCommit);
     const files = listFolder(dir);
     // A clear error if the cached snapshot lacks the dtype's file (or, to build, its weights).
-    if (!chooseGraph(files, graph, dtype).build) onnxFilesFor(files, dtype, modelId);
+    const configFile = ["config.json", "onnx/config.json"].find((f) => files.includes(f));
+    if (!chooseGraph(files, graph, dtype, configFile ? readJsonOrNull(join(dir, configFile)) : null).build) onnxFilesFor(files, dtype, modelId);
     return { dir, files, source: "cache" };
   }
 
@@ -206,13 +217,16 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
   const repoFiles = (info.siblings ?? []).map((s) => s.rfilename);
   if (!commit || repoFiles.length === 0) throw new ModelLoadError(`hub returned no file list for ${modelId}@${revision}`);
   const snapshot = join(repo, "snapshots", commit);
-  const needed = filesToFetch(repoFiles, dtype, modelId, graph);
   const fetchFile = async (file: string) => {
     const dest = join(snapshot, file);
     if (existsSync(dest)) return;
     const url = `${settings.endpoint}/${modelId}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`;
     await download(settings, url, dest, `${modelId}/${file}`);
   };
+  // config.json first: whether auto builds the graph (and so fetches the weights, not the export) depends on it.
+  const configFile = ["config.json", "onnx/config.json"].find((f) => repoFiles.includes(f));
+  if (configFile) await fetchFile(configFile);
+  const needed = filesToFetch(repoFiles, dtype, modelId, graph, configFile ? readJsonOrNull(join(snapshot, configFile)) : null);
   for (const file of needed) await fetchFile(file);
   // A sharded model's shards are named by its index.
   for (const index of needed.filter((f) => f.endsWith(".safetensors.index.json"))) {

@@ -100,7 +100,8 @@ describe("compiled binary", () => {
 
   test("`infinity v2` serves /health and /embeddings from an empty folder, ignoring .env and bunfig.toml", async () => {
     expect(readdirSync(runDir).sort()).toEqual([".env", "bunfig.toml", "infinity"]);
-    const { proc, base } = await start(["v2"]);
+    // The repository's export (--graph export): the second run builds the same model's graph instead.
+    const { proc, base } = await start(["v2", "--graph", "export"]);
     const health = await fetch(`${base}/health`);
     expect(health.status).toBe(200);
     expect(((await health.json()) as { status: string }).status).toBe("ready");
@@ -168,7 +169,8 @@ describe("compiled binary", () => {
     for (const d of ((await built.json()) as { data: { index: number; embedding: number[] }[] }).data) {
       expect(cosine(d.embedding, distil.cases[d.index]!.embedding)).toBeGreaterThan(0.9999);
     }
-    expect(readdirSync(join(work, ".cache", "huggingface", "hub", "infinity-graphs")).length).toBe(1);
+    // Two built graphs: distilbert-embed's (no export) and bert-mean-norm's (a BERT: built in preference to its export).
+    expect(readdirSync(join(work, ".cache", "huggingface", "hub", "infinity-graphs")).length).toBe(2);
     const r = await fetch(`${base}/embeddings`, {
       method: "POST",
       headers: { "content-type": "application/json" },

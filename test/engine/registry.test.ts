@@ -27,7 +27,8 @@ describe("Registry loading", () => {
     const created = spyOn(ModelSession, "create");
     const released = spyOn(ModelSession.prototype, "release");
     try {
-      const config = buildConfig({ flags: new Map([["model-id", [fixture("bert-mean-norm")]], ["num-threads", ["1"]]]), env: {}, file: null, cpuCount: 2 });
+      const flags = new Map([["model-id", [fixture("bert-mean-norm")]], ["num-threads", ["1"]], ["graph", ["export"]]]);
+      const config = buildConfig({ flags, env: {}, file: null, cpuCount: 2 });
       const registry = new Registry(pool, null);
       await expect(registry.loadAll(config.models, offlineHub)).rejects.toThrow(/tokenizer refused/);
       expect(created).toHaveBeenCalledTimes(1);

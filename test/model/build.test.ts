@@ -31,6 +31,23 @@ describe("export or build (--graph)", () => {
     expect(chooseGraph(exported, "build")).toEqual({ build: true, reason: "--graph build" });
   });
 
+  test("auto prefers a built graph to the export where the bench showed it as fast and as exact (BERT / RoBERTa / XLM-R, float32)", () => {
+    const bert = { architectures: ["BertModel"], hidden_act: "gelu" };
+    expect(chooseGraph(exported, "auto", "auto", bert)).toEqual({ build: true, reason: expect.stringContaining("in preference to the repository's ONNX export") });
+    expect(chooseGraph(exported, "auto", "float32", { architectures: ["XLMRobertaForSequenceClassification"] }).build).toBe(true);
+    // Not for: another dtype (the export's own file), an architecture not measured, remote code, a config the builder
+    // does not build, a Dense module whose weights only the export may carry, a folder without weights.
+    expect(chooseGraph(exported, "auto", "int8", bert).build).toBe(false);
+    expect(chooseGraph(exported, "auto", "auto", { architectures: ["Qwen3Model"] }).build).toBe(false);
+    expect(chooseGraph(exported, "auto", "auto", { ...bert, auto_map: { AutoModel: "modeling.Bert" } }).build).toBe(false);
+    expect(chooseGraph(exported, "auto", "auto", { ...bert, position_embedding_type: "relative_key" }).build).toBe(false);
+    expect(chooseGraph(exported, "auto", "auto", { ...bert, hidden_act: "quick_gelu" }).build).toBe(false);
+    expect(chooseGraph([...exported, "2_Dense/config.json"], "auto", "auto", bert).build).toBe(false);
+    expect(chooseGraph([...exported, "2_Dense/config.json", "2_Dense/model.safetensors"], "auto", "auto", bert).build).toBe(true);
+    expect(chooseGraph(["config.json", "onnx/model.onnx"], "auto", "auto", bert).build).toBe(false);
+    expect(chooseGraph(exported, "export", "auto", bert).build).toBe(false);
+  });
+
   test("refusals say what to do: build without safetensors, a dtype built graphs do not come in", () => {
     expect(() => chooseGraph(["config.json", "pytorch_model.bin", "onnx/model.onnx"], "build")).toThrow(/--graph build needs model\.safetensors/);
     expect(() => chooseGraph(weightsOnly, "auto", "float16")).toThrow(/--dtype float16: built graphs are float32 or int8 .*--dtype float32 or int8, or export/);

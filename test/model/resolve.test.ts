@@ -44,7 +44,7 @@ beforeAll(() => {
       if (url.pathname === "/api/models/org/bge-m3/revision/main") {
         return Response.json({ sha: COMMIT, siblings: [...listFolder(fixture("bge-m3-baai")), ...BAAI_EXTRA].map((rfilename) => ({ rfilename })) });
       }
-      const file = new RegExp(`^/org/(tiny|no-onnx|sharded|bge-m3)/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
+      const file = new RegExp(`^/org/(tiny|no-onnx|bare|sharded|bge-m3)/resolve/${COMMIT}/(.+)$`).exec(url.pathname);
       if (file) {
         const p = join(file[1] === "bge-m3" ? fixture("bge-m3-baai") : repoDirs[file[1]!]!, decodeURIComponent(file[2]!));
         return existsSync(p) ? new Response(Bun.file(p)) : new Response("missing", { status: 404 });
@@ -69,7 +69,7 @@ describe("hub download", () => {
     const s = settings({ token: "hf_secret" });
     const lines: string[] = [];
     s.progress = (msg, done) => done && lines.push(msg);
-    const r = await resolveModel("org/tiny", "main", "auto", s);
+    const r = await resolveModel("org/tiny", "main", "auto", s, "export");
     expect(r.source).toBe("hub");
     expect(r.dir).toBe(join(s.cacheDir, "models--org--tiny", "snapshots", COMMIT));
     expect(readFileSync(join(s.cacheDir, "models--org--tiny", "refs", "main"), "utf8")).toBe(COMMIT);
@@ -84,9 +84,9 @@ describe("hub download", () => {
 
     // A second resolve downloads nothing new; offline mode reads the cache without asking the hub.
     const before = requests.filter((q) => q.path.includes("/resolve/")).length;
-    await resolveModel("org/tiny", "main", "auto", s);
+    await resolveModel("org/tiny", "main", "auto", s, "export");
     expect(requests.filter((q) => q.path.includes("/resolve/")).length).toBe(before);
-    const offline = await resolveModel("org/tiny", "main", "auto", { ...s, offline: true, endpoint: "http://127.0.0.1:9" });
+    const offline = await resolveModel("org/tiny", "main", "auto", { ...s, offline: true, endpoint: "http://127.0.0.1:9" }, "export");
     expect(offline.source).toBe("cache");
     expect(offline.dir).toBe(r.dir);
   });
@@ -101,7 +101,7 @@ describe("hub download", () => {
 
   test("BAAI/bge-m3's layout: the pickled heads and every external data file the graph names are fetched, and the folder serves all three outputs", async () => {
     const s = settings();
-    const r = await resolveModel("org/bge-m3", "main", "auto", s);
+    const r = await resolveModel("org/bge-m3", "main", "auto", s, "export");
     expect(r.files).toEqual(expect.arrayContaining(["sparse_linear.pt", "colbert_linear.pt", "onnx/model.onnx", "onnx/model.onnx_data", "onnx/Constant_123_attr__value", "1_Pooling/config.json"]));
     for (const f of BAAI_EXTRA) expect(r.files).not.toContain(f);
     expect(requests.filter((q) => q.path.startsWith("/org/bge-m3/resolve/")).length).toBe(r.files.length);
@@ -138,10 +138,18 @@ describe("hub download", () => {
         await server.shutdown();
       }
     }
-    // --graph build on a repository with an export fetches the weights, not the export.
-    const built = await resolveModel("org/tiny", "main", "auto", settings(), "build");
-    expect(built.files).toContain("model.safetensors");
-    expect(built.files.some((f) => f.endsWith(".onnx"))).toBe(false);
+    // --graph build on a repository with an export fetches the weights, not the export; so does auto for an
+    // architecture whose built graph is preferred (BERT; BAAI/bge-m3's XLM-R with its pickled heads), config.json
+    // read first; with --dtype int8 auto keeps the export's quantized file.
+    for (const [repo, graph] of [["org/tiny", "build"], ["org/tiny", "auto"], ["org/bge-m3", "auto"]] as const) {
+      const built = await resolveModel(repo, "main", "auto", settings(), graph);
+      expect(built.files).toContain("model.safetensors");
+      expect(built.files.some((f) => f.endsWith(".onnx") || f.endsWith(".onnx_data"))).toBe(false);
+      if (repo === "org/bge-m3") expect(built.files).toEqual(expect.arrayContaining(["sparse_linear.pt", "colbert_linear.pt"]));
+    }
+    const int8 = await resolveModel("org/tiny", "main", "int8", settings());
+    expect(int8.files).toContain("onnx/model_quantized.onnx");
+    expect(int8.files).not.toContain("model.safetensors");
   });
 
   test("clear errors: no ONNX export, unknown revision, gated model, unreachable hub, offline without cache", async () => {

@@ -156,9 +156,10 @@ describe("models on demand", () => {
     cpSync(fixture("bert-mean-norm"), folder, { recursive: true });
     const onnx = join(folder, "onnx", "model.onnx");
     const graph = readFileSync(onnx);
-    // The folder reads fine at startup (on-demand); the session cannot be built from this file.
+    // The folder reads fine at startup (on-demand); the session cannot be built from this file (the export: a BERT
+    // would otherwise be built from its safetensors).
     writeFileSync(onnx, "this is not an ONNX graph");
-    const s = await startTestServer({ "model-id": folder, load: "on-demand", "model-load-retry-seconds": "2" });
+    const s = await startTestServer({ "model-id": folder, load: "on-demand", "model-load-retry-seconds": "2", graph: "export" });
     try {
       const first = await postJson(`${s.url}/embeddings`, { input: "hello" });
       expect(first.status).toBe(503);

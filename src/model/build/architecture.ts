@@ -18,4 +18,9 @@ export interface Architecture {
   /** config.json `model_type` values it builds (used when `architectures` is absent). */
   modelTypes: readonly string[];
   build(b: Builder): Built;
+  /**
+   * Whether `--graph auto` builds this config even when the repository has an ONNX export: only where the bench showed
+   * the built graph at least as fast and as exact as the export (bench/built-graph.ts), and for configs it builds.
+   */
+  preferred?(config: Record<string, unknown>): boolean;
 }

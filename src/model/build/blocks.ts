@@ -183,7 +183,7 @@ export class Builder {
       case "tanh":
         return g.op("Tanh", [x]);
       default:
-        throw new ModelLoadError(`activation ${act} is not one the graph builder writes (gelu, gelu_new, gelu_pytorch_tanh, relu, silu, tanh)`);
+        throw new ModelLoadError(`activation ${act} is not one the graph builder writes (${ACTIVATIONS.join(", ")})`);
     }
   }
 }
@@ -209,6 +209,9 @@ export function textInputs(g: Graph, opts: { tokenTypes?: boolean; positions?: b
 export function embed(b: Builder, ids: string, table: string): string {
   return b.g.op("Gather", [b.tensor(`${table}.weight`), ids]);
 }
+
+/** The activations (transformers names) Builder.activation writes. */
+export const ACTIVATIONS = ["gelu", "gelu_python", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu", "silu", "swish", "tanh"] as const;
 
 /**
  * A masked-LM head at every position, [B, S, V] (SPLADE-style sparse encoders pool it): decoder(LayerNorm(act(dense(h)))),

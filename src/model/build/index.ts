@@ -67,10 +67,24 @@ export const BUILT_DTYPES: readonly Dtype[] = ["auto", "float32", "int8"];
 export const INT8: Quantization = { bits: 8, block: 32 };
 
 /**
- * Export or build, and why: `export` never builds; `build` always does (the weights must be there); `auto` builds
- * only when the repository has no ONNX export but has safetensors weights.
+ * Whether `auto` builds a graph although the repository has an export: float32 only (an export's int8 / fp16 files are
+ * what those dtypes ask for), an architecture measured at least as fast as its export (`preferred`) and a config it
+ * builds, and nothing the export may carry that the folder lacks (a sentence-transformers Dense module's weights).
  */
-export function chooseGraph(files: readonly string[], mode: GraphMode, dtype: Dtype = "auto"): { build: boolean; reason: string } {
+function prefersBuilt(files: readonly string[], config: Record<string, unknown>, dtype: Dtype): boolean {
+  if (dtype !== "auto" && dtype !== "float32") return false;
+  const arch = architectureFor(config);
+  if (!arch?.preferred?.(config)) return false;
+  const dense = files.filter((f) => /^\d+_Dense[^/]*\/config\.json$/.test(f)).map((f) => f.replace(/config\.json$/, "model.safetensors"));
+  return dense.every((f) => files.includes(f));
+}
+
+/**
+ * Export or build, and why: `export` never builds; `build` always does (the weights must be there); `auto` builds
+ * when the repository has safetensors weights and either no ONNX export or an architecture whose built graph is
+ * preferred to its export (`config`, the repository's config.json, tells; without it an export is kept).
+ */
+export function chooseGraph(files: readonly string[], mode: GraphMode, dtype: Dtype = "auto", config: Record<string, unknown> | null = null): { build: boolean; reason: string } {
   const weights = safetensorsFiles(files) !== null;
   const exported = hasOnnxExport(files);
   let choice: { build: boolean; reason: string };
@@ -78,6 +92,8 @@ export function chooseGraph(files: readonly string[], mode: GraphMode, dtype: Dt
   else if (mode === "build") {
     if (!weights) throw new ModelLoadError("--graph build needs model.safetensors (or model.safetensors.index.json and its shards); the repository has none");
     choice = { build: true, reason: "--graph build" };
+  } else if (exported && weights && config && prefersBuilt(files, config, dtype)) {
+    choice = { build: true, reason: `built from config.json and safetensors in preference to the repository's ONNX export: as fast and as exact for ${describe(config)} (--graph auto; --graph export runs the export)` };
   } else if (exported) choice = { build: false, reason: "the repository's ONNX export (--graph auto)" };
   else if (!weights) choice = { build: false, reason: "no ONNX export and no safetensors weights" };
   else choice = { build: true, reason: "no ONNX export in the repository (--graph auto): built from config.json and safetensors" };
@@ -129,6 +145,7 @@ export interface GraphChoice {
   architecture: string | null;
 }
 
+/** A folder's config.json (or onnx/config.json), parsed. */
 function readConfig(dir: string): Record<string, unknown> {
   for (const f of ["config.json", "onnx/config.json"]) {
     const path = join(dir, f);
@@ -144,9 +161,12 @@ function readConfig(dir: string): Record<string, unknown> {
 
 /** The graph a model folder runs under a --graph mode: the export (left to the layout), or built now / from the cache. */
 export function prepareGraph(dir: string, files: readonly string[], modelId: string, mode: GraphMode, dtype: Dtype, cacheRoot: string): GraphChoice {
-  const { build, reason } = chooseGraph(files, mode, dtype);
+  const hasConfig = files.includes("config.json") || files.includes("onnx/config.json");
+  const config = mode !== "export" && hasConfig ? readConfig(dir) : null;
+  const { build, reason } = chooseGraph(files, mode, dtype, config);
   if (!build) return { source: "export", reason, path: null, dtype: null, cached: false, seconds: 0, architecture: null };
-  const built = builtGraph(dir, files, readConfig(dir), cacheRoot, modelId, dtype === "int8" ? "int8" : "float32");
+  if (!config) throw new ModelLoadError(`${dir}: missing config.json, which a built graph is built from`);
+  const built = builtGraph(dir, files, config, cacheRoot, modelId, dtype === "int8" ? "int8" : "float32");
   return { source: "build", reason, path: built.path, dtype: built.dtype, cached: built.cached, seconds: built.ms / 1000, architecture: built.architecture };
 }
 
