@@ -23,7 +23,8 @@ export function responseMeta(prefix: string): { id: string; created: number } {
 }
 
 /** Timing headers every inference response carries. */
-export function timingHeaders(set: { headers: Record<string, string | number> }, queueMs: number, inferenceMs: number, totalMs: number): void {
+export function timingHeaders(set: { headers: Record<string, string | number> }, tokenizeMs: number, queueMs: number, inferenceMs: number, totalMs: number): void {
+  set.headers["x-tokenization-time-ms"] = tokenizeMs.toFixed(2);
   set.headers["x-queue-time-ms"] = queueMs.toFixed(2);
   set.headers["x-inference-time-ms"] = inferenceMs.toFixed(2);
   set.headers["x-total-time-ms"] = totalMs.toFixed(2);

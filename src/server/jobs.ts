@@ -45,6 +45,8 @@ export interface Usage {
 /** What every job reports besides its results. */
 export interface JobReport {
   usage: Usage;
+  /** Time spent tokenizing this job's inputs (those the cache did not answer). */
+  tokenizeMs: number;
   queueMs: number;
   inferenceMs: number;
   /** Indices of the inputs cut to the model's length (among those computed: cache hits are not re-tokenized). */
@@ -60,7 +62,7 @@ type Headers = { headers: Record<string, string | number> };
  * the indices of the inputs cut to the model's length, comma-separated, when any were.
  */
 export function reportHeaders(ctx: ServerContext, set: Headers, t0: number, out: JobReport): void {
-  timingHeaders(set, out.queueMs, out.inferenceMs, performance.now() - t0);
+  timingHeaders(set, out.tokenizeMs, out.queueMs, out.inferenceMs, performance.now() - t0);
   cacheHeader(set, ctx, out.hits);
   if (out.truncated.length) set.headers["x-truncated-inputs"] = out.truncated.join(",");
 }
@@ -95,7 +97,16 @@ async function cachedRun<R>(
   const all = keys.map((_, i) => i);
   const trace = traceOf(signal);
   if (trace) annotateRequest(signal, { "infinity.model": model.name, "infinity.inputs": keys.length });
-  const tokenize = (indices: number[]) => traced(trace, "tokenize", { "infinity.inputs": indices.length }, () => encode(indices, { direction: t.direction }));
+  let tokenizeMs = 0;
+  const tokenize = (indices: number[]) =>
+    traced(trace, "tokenize", { "infinity.inputs": indices.length }, async () => {
+      const started = performance.now();
+      try {
+        return await encode(indices, { direction: t.direction });
+      } finally {
+        tokenizeMs += performance.now() - started;
+      }
+    });
   let pre: Encoded[] | null = null;
   if (!t.truncate) {
     pre = await tokenize(all);
@@ -113,7 +124,7 @@ async function cachedRun<R>(
   if (truncated.length) ctx.metrics.truncated.inc({ model: model.name }, truncated.length);
   if (trace) annotateRequest(signal, { "infinity.cache.hits": out.hits, "infinity.truncated_inputs": truncated.length });
   truncated.sort((a, b) => a - b);
-  return { results: out.results, report: { usage: usageOfCounts(out.tokens), queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated, hits: out.hits } };
+  return { results: out.results, report: { usage: usageOfCounts(out.tokens), tokenizeMs, queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated, hits: out.hits } };
 }
 
 /** Checks a Matryoshka size: 0, null or absent means the model's full size. */
@@ -242,8 +253,10 @@ async function inferenceFreeQueries(ctx: ServerContext, model: SparseModel, job:
   }
   const texts = checkTexts(input as string | string[], job.field, ctx.config);
   const { prompt } = inputPrompt(model.layout, job.request);
+  const started = performance.now();
   const out = await model.sparseQuery!.encode(texts.map((t) => prompt + t));
-  return { vectors: out.vectors, usage: usageOfCounts(out.tokens), queueMs: 0, inferenceMs: 0, truncated: [], hits: 0 };
+  // No inference: tokenizing and looking up the static weights is all the work.
+  return { vectors: out.vectors, usage: usageOfCounts(out.tokens), tokenizeMs: performance.now() - started, queueMs: 0, inferenceMs: 0, truncated: [], hits: 0 };
 }
 
 /**
@@ -352,7 +365,9 @@ export async function runEmbedAll(ctx: ServerContext, job: EmbedAllJob, signal: 
   const engine = found.tokens;
   const { encode, keys } = embedInputs(ctx, model, job.inputs, job.field, { promptName: job.promptName, inputType: job.inputType });
   const t = job.truncation;
+  const started = performance.now();
   const encoded = await encode(keys.map((_, i) => i), { direction: t.direction });
+  const tokenizeMs = performance.now() - started;
   if (!t.truncate) refuseTooLong(model, encoded, job.field);
   let vectors = 0;
   for (const e of encoded) vectors += e.ids.length;
@@ -365,7 +380,7 @@ export async function runEmbedAll(ctx: ServerContext, job: EmbedAllJob, signal: 
   if (truncated.length) ctx.metrics.truncated.inc({ model: model.name }, truncated.length);
   const out = await engine.submit(encoded, signal);
   const usage = usageOfCounts(encoded.map((e) => e.ids.length));
-  return { model, tokens: out.results, usage, queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated, hits: 0 };
+  return { model, tokens: out.results, usage, tokenizeMs, queueMs: out.queueMs, inferenceMs: out.inferenceMs, truncated, hits: 0 };
 }
 
 export interface RerankJob {
@@ -506,7 +521,8 @@ export async function similarityScores(model: SimilarityModel, query: string, do
       queueMs += d.queueMs;
       inferenceMs += d.inferenceMs;
     }
-    return { scores, report: { usage: usageOfCounts(tokens), queueMs, inferenceMs, truncated: [], hits: 0 } };
+    // Images are prepared, not tokenized; the query's tokenization is part of ColPali's run (not timed apart).
+    return { scores, report: { usage: usageOfCounts(tokens), tokenizeMs: 0, queueMs, inferenceMs, truncated: [], hits: 0 } };
   }
   const suffix = (kind: InputType) => (model.task === "sparse" ? ":sparse" : model.task === "multivector" ? `:multivector-${kind}` : "");
   const q = embedInputs(ctx, model, { texts: [query] }, { name: "query", single: true }, { inputType: "query" }, suffix("query"));
@@ -547,9 +563,10 @@ async function multiVectorScores(ctx: ServerContext, model: MultiVectorModel, q:
   const queryRun = run(q, q.keys, 0, { name: "query", single: true }, "query");
   let query: MultiVector | undefined;
   const scores: number[] = [];
-  const report: JobReport = { usage: usageOfCounts([]), queueMs: 0, inferenceMs: 0, truncated: [], hits: 0 };
+  const report: JobReport = { usage: usageOfCounts([]), tokenizeMs: 0, queueMs: 0, inferenceMs: 0, truncated: [], hits: 0 };
   const add = (r: JobReport, queueMs: number) => {
     report.usage = usageOfCounts([report.usage.prompt_tokens, r.usage.prompt_tokens]);
+    report.tokenizeMs += r.tokenizeMs;
     report.queueMs += queueMs;
     report.inferenceMs += r.inferenceMs;
     report.hits += r.hits;

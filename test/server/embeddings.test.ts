@@ -152,8 +152,16 @@ describe("encoding and dimensions", () => {
     expect(json.data.map((d: { object: string }) => d.object)).toEqual(["embedding", "embedding"]);
     expect(typeof json.id).toBe("string");
     expect(Number.isInteger(json.created)).toBe(true);
+    expect(Number(headers.get("x-tokenization-time-ms"))).toBeGreaterThanOrEqual(0);
     expect(Number(headers.get("x-queue-time-ms"))).toBeGreaterThanOrEqual(0);
     expect(Number(headers.get("x-inference-time-ms"))).toBeGreaterThan(0);
+    const parts = ["x-tokenization-time-ms", "x-queue-time-ms", "x-inference-time-ms"].reduce((a, h) => a + Number(headers.get(h)), 0);
+    // Each header is rounded to 0.01 ms.
+    expect(Number(headers.get("x-total-time-ms"))).toBeGreaterThanOrEqual(parts - 0.02);
+    // A long text (within --max-input-chars 5000) takes measurable time to tokenize.
+    const long = await embed({ model: "roberta-cls", input: "timing the tokenizer with a long text ".repeat(120) });
+    expect(long.status).toBe(200);
+    expect(Number(long.headers.get("x-tokenization-time-ms"))).toBeGreaterThan(0);
   });
 });
 

@@ -88,6 +88,11 @@ describe("tei.v1 against the HTTP routes", () => {
     expect(maxAbsDiff(one.embeddings, want[1]!)).toBeLessThanOrEqual(1e-6);
     expect(one.metadata.compute_tokens).toBeGreaterThan(2);
     expect(one.metadata.compute_chars).toBe(texts[1]!.length);
+    // TEI's timings: tokenization, queue and inference within the total (a text no other call sent: never a cache hit).
+    const timed = (await call(embed, "Embed", { inputs: "a text sent once to time its tokenization", truncate: true }, meta("bert-mean-norm"))).metadata;
+    expect(timed.tokenization_time_ns).toBeGreaterThan(0);
+    expect(timed.inference_time_ns).toBeGreaterThan(0);
+    expect(timed.total_time_ns).toBeGreaterThanOrEqual(timed.tokenization_time_ns + timed.queue_time_ns + timed.inference_time_ns);
     const raw = await call(embed, "Embed", { inputs: texts[1], normalize: false, truncate: true }, meta("bert-mean-norm"));
     const norm = Math.hypot(...raw.embeddings);
     expect(Math.abs(norm - 1)).toBeGreaterThan(1e-3);

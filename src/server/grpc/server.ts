@@ -54,7 +54,7 @@ function metadataOf(report: JobReport, chars: number, t0: number) {
     compute_chars: chars,
     compute_tokens: report.usage.prompt_tokens,
     total_time_ns: ns(performance.now() - t0),
-    tokenization_time_ns: 0,
+    tokenization_time_ns: ns(report.tokenizeMs),
     queue_time_ns: ns(report.queueMs),
     inference_time_ns: ns(report.inferenceMs),
   };

@@ -139,7 +139,7 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
         if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {
           throw new InvalidInput("a multi-vector model answers float or base64 only", "encoding_format");
         }
-        let answer: { results: MultiVector[]; usage: { prompt_tokens: number; total_tokens: number }; queueMs: number; inferenceMs: number };
+        let answer: { results: MultiVector[]; usage: { prompt_tokens: number; total_tokens: number }; tokenizeMs: number; queueMs: number; inferenceMs: number };
         if (model.colpali) {
           if (modality !== "text" && modality !== "image") throw new InvalidInput(`model "${model.name}" serves text and image; modality "${modality}" is not supported by it`, "modality");
           if (body.prompt_name !== undefined) throw new InvalidInput("prompt_name does not apply to a ColPali or ColModernVBERT model (its query prefix is in processor_config.json)", "prompt_name");
@@ -147,15 +147,15 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
           if (modality === "text") colpaliTextKind(body.input_type);
           const field = { name: "input", single: typeof input === "string" };
           const out = await colpaliEmbed(ctx, { ...model, colpali: model.colpali }, modality, input, field, request.signal, ctx.config.maxVectorsPerRequest);
-          answer = { ...out, usage: usageOfCounts(out.tokens) };
+          answer = { ...out, usage: usageOfCounts(out.tokens), tokenizeMs: 0 };
         } else {
           const kind = colbertKind(body.input_type);
           const out = await runMultiVector(ctx, model, { input, field: "input", request: promptRequest, kind }, request.signal);
           cacheHeader(set, ctx, out.hits);
           answer = { ...out, results: out.matrices };
         }
-        const { results, usage, queueMs, inferenceMs } = answer;
-        timingHeaders(set, queueMs, inferenceMs, performance.now() - t0);
+        const { results, usage, tokenizeMs, queueMs, inferenceMs } = answer;
+        timingHeaders(set, tokenizeMs, queueMs, inferenceMs, performance.now() - t0);
         return {
           object: "list" as const,
           data: results.map((m, index) =>
@@ -205,7 +205,8 @@ export function embeddingsRoutes(ctx: ServerContext, fixedModel?: string) {
           return { ...(await tower.engine.submit(inputs, request.signal)), tokens: missing.map(() => 1) };
         });
         cacheHeader(set, ctx, out.hits);
-        timingHeaders(set, out.queueMs, out.inferenceMs, performance.now() - t0);
+        // Media inputs are decoded and resized, not tokenized.
+        timingHeaders(set, 0, out.queueMs, out.inferenceMs, performance.now() - t0);
         return reply(out.results.map((v) => finishEmbedding(v, dimensions, body.normalize !== false)), usageOfCounts(out.tokens));
       }
       const out = await runEmbed(
