@@ -9,7 +9,7 @@ import { log } from "../log";
 import { externalDataFiles, METADATA_FILES, onnxFilesFor } from "./repo-files";
 import { PICKLED_M3_HEADS } from "./hybrid-layout";
 import { onnxExternalDataFiles } from "./onnx-graph";
-import { chooseGraph, weightFilesToFetch } from "./build";
+import { chooseGraph, configFileIn, weightFilesToFetch } from "./build";
 import { shardsOfIndex } from "./safetensors";
 import { copyGcsFolder, gcsSettingsFromEnv, parseGcsUri, type GcsSettings } from "./gcs";
 
@@ -105,10 +105,15 @@ export function filesToFetch(repoFiles: readonly string[], dtype: Dtype, modelId
   return [...wanted];
 }
 
-/** A JSON file's object, or null when it is not one (the load that reads it later says what is wrong). */
-function readJsonOrNull(path: string): Record<string, unknown> | null {
+/**
+ * The config.json among a folder's `files`, or null when there is none or it is not a JSON object (the load that
+ * reads it later says what is wrong): what auto's choice of graph reads.
+ */
+function configOf(dir: string, files: readonly string[]): Record<string, unknown> | null {
+  const file = configFileIn(files);
+  if (!file) return null;
   try {
-    const v = JSON.parse(readFileSync(path, "utf8"));
+    const v = JSON.parse(readFileSync(join(dir, file), "utf8"));
     return v && typeof v === "object" && !Array.isArray(v) ? v : null;
   } catch {
     return null;
@@ -204,8 +209,7 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
     const dir = join(repo, "snapshots", cachedCommit);
     const files = listFolder(dir);
     // A clear error if the cached snapshot lacks the dtype's file (or, to build, its weights).
-    const configFile = ["config.json", "onnx/config.json"].find((f) => files.includes(f));
-    if (!chooseGraph(files, graph, dtype, configFile ? readJsonOrNull(join(dir, configFile)) : null).build) onnxFilesFor(files, dtype, modelId);
+    if (!chooseGraph(files, graph, dtype, configOf(dir, files)).build) onnxFilesFor(files, dtype, modelId);
     return { dir, files, source: "cache" };
   }
 
@@ -224,9 +228,9 @@ export async function resolveModel(modelId: string, revision: string, dtype: Dty
     await download(settings, url, dest, `${modelId}/${file}`);
   };
   // config.json first: whether auto builds the graph (and so fetches the weights, not the export) depends on it.
-  const configFile = ["config.json", "onnx/config.json"].find((f) => repoFiles.includes(f));
+  const configFile = configFileIn(repoFiles);
   if (configFile) await fetchFile(configFile);
-  const needed = filesToFetch(repoFiles, dtype, modelId, graph, configFile ? readJsonOrNull(join(snapshot, configFile)) : null);
+  const needed = filesToFetch(repoFiles, dtype, modelId, graph, configOf(snapshot, repoFiles));
   for (const file of needed) await fetchFile(file);
   // A sharded model's shards are named by its index.
   for (const index of needed.filter((f) => f.endsWith(".safetensors.index.json"))) {

@@ -121,7 +121,7 @@ export function graphCacheDir(root: string, dir: string, files: readonly string[
   const found = safetensorsFiles(files);
   const weightFiles = found?.index ? [found.index, ...shardsOfIndex(JSON.parse(readFileSync(join(dir, found.index), "utf8"))).sort()] : found?.shards ?? [];
   const hash = createHash("sha256").update(realpathSync(dir));
-  for (const f of [existsSync(join(dir, "config.json")) ? "config.json" : "onnx/config.json", ...weightFiles]) {
+  for (const f of [configFileIn(files) ?? "config.json", ...weightFiles]) {
     const st = statSync(join(dir, f));
     hash.update(`|${f}:${st.size}:${Math.round(st.mtimeMs)}`);
   }
@@ -145,24 +145,23 @@ export interface GraphChoice {
   architecture: string | null;
 }
 
-/** A folder's config.json (or onnx/config.json), parsed. */
-function readConfig(dir: string): Record<string, unknown> {
-  for (const f of ["config.json", "onnx/config.json"]) {
-    const path = join(dir, f);
-    if (!existsSync(path)) continue;
-    try {
-      return JSON.parse(readFileSync(path, "utf8"));
-    } catch (e) {
-      throw new ModelLoadError(`${path} is not valid JSON: ${(e as Error).message}`);
-    }
+/** Where a model's files keep config.json: at the root, else in onnx/ (self-contained export folders); null: nowhere. */
+export function configFileIn(files: readonly string[]): string | null {
+  return ["config.json", "onnx/config.json"].find((f) => files.includes(f)) ?? null;
+}
+
+function readConfig(path: string): Record<string, unknown> {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new ModelLoadError(`${path} is not valid JSON: ${(e as Error).message}`);
   }
-  throw new ModelLoadError(`${dir}: missing config.json`);
 }
 
 /** The graph a model folder runs under a --graph mode: the export (left to the layout), or built now / from the cache. */
 export function prepareGraph(dir: string, files: readonly string[], modelId: string, mode: GraphMode, dtype: Dtype, cacheRoot: string): GraphChoice {
-  const hasConfig = files.includes("config.json") || files.includes("onnx/config.json");
-  const config = mode !== "export" && hasConfig ? readConfig(dir) : null;
+  const configFile = configFileIn(files);
+  const config = mode !== "export" && configFile ? readConfig(join(dir, configFile)) : null;
   const { build, reason } = chooseGraph(files, mode, dtype, config);
   if (!build) return { source: "export", reason, path: null, dtype: null, cached: false, seconds: 0, architecture: null };
   if (!config) throw new ModelLoadError(`${dir}: missing config.json, which a built graph is built from`);
