@@ -14,6 +14,7 @@ import { checkApiKey } from "../auth";
 import type { ServerContext } from "../context";
 import { toErrorReply } from "../errors";
 import { runClassify, runEmbed, runEmbedAll, runRerank, runSparse, type JobReport } from "../jobs";
+import { readinessStatus } from "../routes/health";
 import { anyModel, teiInfo } from "../routes/tei";
 import { truncationOf } from "../routes/tei-shapes";
 import { checkCount, checkTexts } from "../validate";
@@ -269,7 +270,7 @@ export async function startGrpc(ctx: ServerContext, host: string, port: number):
 
   // grpc.health.v1: SERVING when /health would answer 200; the services by name as well as "" (the server).
   const services = new Set(["", ...["Info", "Embed", "Predict", "Rerank", "Tokenize"].map((s) => `tei.v1.${s}`)]);
-  const statusOf = (service: string) => (!services.has(service) ? "SERVICE_UNKNOWN" : !ctx.shuttingDown && ctx.registry.ready && !ctx.registry.isLoading ? "SERVING" : "NOT_SERVING");
+  const statusOf = (service: string) => (!services.has(service) ? "SERVICE_UNKNOWN" : readinessStatus(ctx) === "ready" ? "SERVING" : "NOT_SERVING");
   server.addService(pkg.grpc.health.v1.Health.service, {
     Check: (call: grpc.ServerUnaryCall<Message, Message>, callback: grpc.sendUnaryData<Message>) => {
       const status = statusOf(call.request.service);

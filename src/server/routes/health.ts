@@ -4,6 +4,11 @@
 import { workersOf } from "../../engine/served";
 import { router, type ServerContext } from "../context";
 
+/** The server's readiness: stopping, loading, ready (every loaded model is), or broken; only ready serves. */
+export function readinessStatus(ctx: ServerContext): "stopping" | "loading" | "ready" | "broken" {
+  return ctx.shuttingDown ? "stopping" : ctx.registry.isLoading ? "loading" : ctx.registry.ready ? "ready" : "broken";
+}
+
 /** Readiness: 200 when every loaded model is ready, else 503; with each model's state. */
 export function readiness(ctx: ServerContext, set: { status?: number | string }) {
   const models = ctx.registry.entries().map((e) => ({
@@ -13,7 +18,7 @@ export function readiness(ctx: ServerContext, set: { status?: number | string })
     error: e.error,
     workers: e.model ? workersOf(e.model).map((w) => ({ state: w.state, restarts: w.restarts })) : [],
   }));
-  const status = ctx.shuttingDown ? "stopping" : ctx.registry.isLoading ? "loading" : ctx.registry.ready ? "ready" : "broken";
+  const status = readinessStatus(ctx);
   set.status = status === "ready" ? 200 : 503;
   return { status, unix: Date.now() / 1000, models };
 }
